@@ -1,0 +1,70 @@
+// windowagg: one jar (core + Spark adapters) for Spark 4.3 / Scala 2.13.
+//
+// Spark is a provided dependency. Its 4.3 artifacts are taken from the pinned PySpark distribution
+// (SPARK_JARS_DIR, set by build/sbt), so compilation and tests run against the very jars a PySpark
+// user's session loads.
+
+ThisBuild / organization := "io.windowagg"
+ThisBuild / version := "0.1.0"
+ThisBuild / scalaVersion := "2.13.18"
+ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-release", "17")
+
+val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
+val scalaCheck = Seq(
+  "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
+  "org.scalacheck" %% "scalacheck" % "1.18.1" % Test)
+
+lazy val sparkJars = Def.setting {
+  val dir = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
+    sys.error("SPARK_JARS_DIR is not set: run sbt through build/sbt, which reads it from .venv"))
+  // scala-library and friends come from sbt itself at the same version
+  (dir ** "*.jar").get.filterNot(_.getName.matches("scala-(library|reflect|compiler)-.*"))
+}
+
+// Spark's own JVM flags for Java 17 (from org.apache.spark.launcher.JavaModuleOptions).
+val sparkJavaOptions = Seq(
+  "-XX:+IgnoreUnrecognizedVMOptions",
+  "--add-opens=java.base/java.lang=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+  "--add-opens=java.base/java.io=ALL-UNNAMED",
+  "--add-opens=java.base/java.net=ALL-UNNAMED",
+  "--add-opens=java.base/java.nio=ALL-UNNAMED",
+  "--add-opens=java.base/java.util=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+  "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+  "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+  "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
+  "-Djdk.reflect.useDirectMethodHandle=false",
+  "-Dio.netty.tryReflectionSetAccessible=true")
+
+/** The windowing core: window definitions, the sweep, incremental aggregation. No Spark. */
+lazy val core = (project in file("jvm/core"))
+  .settings(
+    name := "windowagg-core",
+    libraryDependencies ++= scalaTest +: scalaCheck,
+    Test / fork := true,
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"))
+
+/** Spark adapters (Catalyst expressions, rules, operator, SQL, extension), packaged with the core. */
+lazy val spark = (project in file("jvm/spark"))
+  .dependsOn(core % "compile->compile;test->test")
+  .settings(
+    name := "windowagg",
+    libraryDependencies ++= scalaTest +: scalaCheck,
+    Compile / unmanagedJars ++= sparkJars.value.map(Attributed.blank),
+    Compile / packageBin / mappings ++= (core / Compile / packageBin / mappings).value,
+    Compile / packageBin / artifactPath := target.value / s"windowagg-${version.value}.jar",
+    Test / fork := true,
+    Test / parallelExecution := false,
+    Test / javaOptions ++= sparkJavaOptions ++ Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    Compile / run / fork := true,
+    Compile / run / javaOptions ++= sparkJavaOptions)
+
+lazy val root = (project in file("."))
+  .aggregate(core, spark)
+  .settings(name := "windowagg-root", publish / skip := true)
