@@ -1,0 +1,32 @@
+package org.apache.spark.sql.windowagg
+
+import org.apache.spark.api.python.PythonEvalType
+import org.apache.spark.sql.{Column, Dataset}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, PythonUDF}
+import org.apache.spark.sql.classic.ExpressionUtils
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+
+/**
+ * The one place that uses Spark APIs which are package-private and have changed between releases
+ * (Column <-> Catalyst expression, Python eval types, walking adaptive plans); it lives in Spark's
+ * package for that reason. Catalyst's expression and plan classes themselves are the extension
+ * points SparkSessionExtensions offers and are used directly by windowagg.spark.
+ */
+object SparkInternals extends AdaptiveSparkPlanHelper {
+
+  def expression(column: Column): Expression = ExpressionUtils.expression(column)
+
+  def column(expression: Expression, name: String): Column = ExpressionUtils.column(Alias(expression, name)())
+
+  /** A pandas/Arrow grouped-aggregate UDF: it needs all rows of a group at once. */
+  def isPythonAggregate(udf: PythonUDF): Boolean =
+    udf.evalType == PythonEvalType.SQL_GROUPED_AGG_PANDAS_UDF ||
+      udf.evalType == PythonEvalType.SQL_GROUPED_AGG_ARROW_UDF
+
+  /** Every operator of `plan` matching `pick`, looking into adaptive query stages and subqueries. */
+  def collectOperators[T](plan: SparkPlan)(pick: PartialFunction[SparkPlan, T]): Seq[T] =
+    collectWithSubqueries(plan)(pick)
+
+  def executedPlan(df: Dataset[_]): SparkPlan = df.queryExecution.executedPlan
+}

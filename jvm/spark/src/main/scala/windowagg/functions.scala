@@ -1,0 +1,53 @@
+package windowagg
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.{Column, Dataset}
+import org.apache.spark.sql.functions.col
+
+import org.apache.spark.sql.windowagg.SparkInternals
+
+import windowagg.spark.{SlidingWindowAggregateExec, WindowGroupingExpression}
+
+/**
+ * The Scala (and py4j) API. Use a window as a grouping key, like Spark's own `window()`:
+ * {{{
+ *   import windowagg.functions.window
+ *   df.groupBy(col("user"), window(col("ts"), SlidingWindows.of("10 minutes"))).agg(sum("amount"))
+ * }}}
+ * The result has the keys, a `window` struct (start, end) and the aggregates. The session needs
+ * the extension `windowagg.spark.WindowAggExtensions`.
+ */
+object functions {
+  /** The windows of `definition` over the time column, as a grouping key named `window`. */
+  def window(timeColumn: Column, definition: WindowDefinition): Column =
+    windowColumn(timeColumn, definition, None)
+
+  /** As `window(timeColumn, definition)`, for an integral time column in `timeUnit` ('milliseconds' by default, 'microseconds', 'seconds'). */
+  def window(timeColumn: Column, definition: WindowDefinition, timeUnit: String): Column =
+    windowColumn(timeColumn, definition, Option(timeUnit))
+
+  def window(timeColumn: String, definition: WindowDefinition): Column = window(col(timeColumn), definition)
+
+  def window(timeColumn: String, definition: WindowDefinition, timeUnit: String): Column =
+    window(col(timeColumn), definition, timeUnit)
+
+  /**
+   * Counters of the windowagg operators of `df`'s executed plan, after an action on it:
+   * inputRows, nullTimeRows (rows with a null time, which are not windowed) and windows.
+   */
+  def metrics(df: Dataset[_]): java.util.Map[String, java.lang.Long] =
+    SlidingWindowAggregateExec.metricNames.map { name =>
+      val operators = SparkInternals.collectOperators(SparkInternals.executedPlan(df)) {
+        case e: SlidingWindowAggregateExec => e
+      }
+      name -> java.lang.Long.valueOf(operators.map(_.metrics(name).value).sum)
+    }.toMap.asJava
+
+  private def windowColumn(timeColumn: Column, definition: WindowDefinition, timeUnit: Option[String]): Column = {
+    if (definition == null) throw new IllegalArgumentException("the window definition must not be null")
+    SparkInternals.column(
+      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, timeUnit),
+      WindowGroupingExpression.ColumnName)
+  }
+}

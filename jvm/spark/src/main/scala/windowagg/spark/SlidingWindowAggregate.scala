@@ -1,0 +1,43 @@
+package windowagg.spark
+
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SupportsNonDeterministicExpression, UnaryNode}
+
+import windowagg.ResolvedWindows
+
+/**
+ * Sliding-window aggregation of `child`: per key, every KIP-450 window over `time`, with the
+ * aggregate functions computed over the rows of each window. Output: the keys, `windowStart`,
+ * `windowEnd`, then one column per aggregate function.
+ *
+ * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
+ * Aggregate), each with its optional FILTER predicate.
+ */
+case class SlidingWindowAggregate(
+    keys: Seq[Attribute],
+    time: Attribute,
+    timeColumn: TimeColumn,
+    windows: ResolvedWindows,
+    aggregateFunctions: Seq[Expression],
+    filters: Seq[Option[Expression]],
+    windowStart: Attribute,
+    windowEnd: Attribute,
+    aggregateOutput: Seq[Attribute],
+    child: LogicalPlan)
+  extends UnaryNode with SupportsNonDeterministicExpression {
+
+  override def allowNonDeterministicExpression: Boolean = true
+
+  override def output: Seq[Attribute] = keys ++ Seq(windowStart, windowEnd) ++ aggregateOutput
+
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd) ++ aggregateOutput)
+
+  def functions: Seq[AggregateFunction] = aggregateFunctions.map {
+    case f: AggregateFunction => f
+    case other => throw new IllegalStateException(s"not an aggregate function: $other")
+  }
+
+  override protected def withNewChildInternal(newChild: LogicalPlan): SlidingWindowAggregate =
+    copy(child = newChild)
+}

@@ -1,0 +1,185 @@
+package windowagg.spark
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.aggregate._
+import org.apache.spark.sql.types._
+
+import windowagg.core.PartialAggregation
+
+/**
+ * Drives any mergeable Spark aggregate function by its buffers, so the windowing core's combine is
+ * Spark's own merge: declarative aggregates through their initial/update/merge/evaluate
+ * expressions (compiled to mutable projections), imperative ones (including typed imperative ones
+ * such as collect_list, percentile_approx and Scala `Aggregator`s through `udaf`) through their
+ * initialize/update/merge/eval methods.
+ *
+ * All functions share one buffer row: each function's buffer fields at its own offset, as in
+ * Spark's aggregation operators. Typed imperative buffers hold their objects, never serialized:
+ * partials are merged in memory, so nothing is serialized per record.
+ *
+ * Created per task (projections are not serializable); `functions` must be resolved and
+ * `input` the attributes of the rows given to `update`.
+ */
+final class SparkAggregates(
+    functions: Seq[AggregateFunction],
+    filters: Seq[Option[Expression]],
+    input: Seq[Attribute],
+    partitionIndex: Int) extends PartialAggregation[InternalRow] {
+
+  require(functions.length == filters.length)
+
+  private val offsets: Seq[Int] = functions.scanLeft(0)(_ + _.aggBufferAttributes.length).init
+  private val bound: Seq[AggregateFunction] = functions.zip(offsets).map {
+    case (f: ImperativeAggregate, offset) =>
+      // imperative functions evaluate their inputs themselves, so they are bound to the input row
+      BindReferences.bindReference(f: Expression, input).asInstanceOf[ImperativeAggregate]
+        .withNewMutableAggBufferOffset(offset).withNewInputAggBufferOffset(offset)
+    case (f, _) => f
+  }
+  private val bufferAttributes: Seq[AttributeReference] = functions.flatMap(_.aggBufferAttributes)
+  private val laterBufferAttributes: Seq[AttributeReference] = bufferAttributes.map(_.newInstance())
+  private val bufferTypes: Seq[DataType] = bufferAttributes.map(_.dataType)
+
+  private val declarative = bound.collect { case d: DeclarativeAggregate => d }
+  private val imperative: Array[ImperativeAggregate] = bound.collect {
+    case i: ImperativeAggregate if !i.isInstanceOf[TypedImperativeAggregate[_]] => i
+  }.toArray
+  private val (typed, typedOffsets) = bound.zip(offsets).collect {
+    case (t: TypedImperativeAggregate[_], offset) => (t.asInstanceOf[TypedImperativeAggregate[Any]], offset)
+  }.toArray.unzip
+
+  /** For each declarative function, its slice of a projection over the whole buffer; others keep their fields. */
+  private def perFunction(declared: DeclarativeAggregate => Seq[Expression]): Seq[Expression] =
+    bound.zip(functions).flatMap {
+      case (d: DeclarativeAggregate, _) => declared(d)
+      case (other, _) => Seq.fill(other.aggBufferAttributes.length)(NoOp) // left to the methods
+    }
+
+  private val initialize: MutableProjection = {
+    val init = bound.flatMap {
+      case d: DeclarativeAggregate => d.initialValues
+      case other => Seq.fill(other.aggBufferAttributes.length)(NoOp)
+    }
+    MutableProjection.create(init, Nil)
+  }
+
+  private val updateDeclarative: MutableProjection = {
+    val exprs = bound.zip(filters).flatMap {
+      case (d: DeclarativeAggregate, filter) =>
+        filter match {
+          case Some(f) => d.updateExpressions.zip(d.aggBufferAttributes).map { case (u, a) => If(f, u, a) }
+          case None => d.updateExpressions
+        }
+      case (other, _) => Seq.fill(other.aggBufferAttributes.length)(NoOp)
+    }
+    val p = MutableProjection.create(exprs, bufferAttributes ++ input)
+    p.initialize(partitionIndex)
+    p
+  }
+
+  private val imperativeFilters: Array[InternalRow => Boolean] = bound.zip(filters).collect {
+    case (i: ImperativeAggregate, filter) =>
+      filter match {
+        case Some(f) =>
+          val predicate = Predicate.create(f, input)
+          predicate.initialize(partitionIndex)
+          (row: InternalRow) => predicate.eval(row)
+        case None => (_: InternalRow) => true
+      }
+  }.toArray
+  private val allImperative: Array[ImperativeAggregate] = bound.collect { case i: ImperativeAggregate => i }.toArray
+
+  private val mergeDeclarative: MutableProjection = {
+    val exprs = perFunction { d =>
+      // mergeExpressions read the later partial through inputAggBufferAttributes
+      val rename: Map[ExprId, Attribute] = d.inputAggBufferAttributes.map(_.exprId)
+        .zip(laterOf(d)).toMap
+      d.mergeExpressions.map(_.transform { case a: AttributeReference if rename.contains(a.exprId) => rename(a.exprId) })
+    }
+    MutableProjection.create(exprs, bufferAttributes ++ laterBufferAttributes)
+  }
+
+  private def laterOf(d: DeclarativeAggregate): Seq[Attribute] = {
+    val first = bufferAttributes.indexWhere(_.exprId == d.aggBufferAttributes.head.exprId)
+    laterBufferAttributes.slice(first, first + d.aggBufferAttributes.length)
+  }
+
+  private val hasDeclarative = declarative.nonEmpty
+
+  // Buffer fields that may point into an input row's memory (which the sort reuses) are copied.
+  private val borrowedFields: Array[(Int, DataType)] = bufferAttributes.zipWithIndex.collect {
+    case (a, i) if declarative.exists(_.aggBufferAttributes.exists(_.exprId == a.exprId)) &&
+        !UnsafeRow.isFixedLength(a.dataType) => (i, a.dataType)
+  }.toArray
+
+  private val joined = new JoinedRow
+
+  private val evaluate: MutableProjection = {
+    val exprs = bound.map {
+      case d: DeclarativeAggregate => d.evaluateExpression
+      case _ => NoOp // filled by eval() below
+    }
+    MutableProjection.create(exprs, bufferAttributes)
+  }
+  private val resultRow = new SpecificInternalRow(bound.map(_.dataType))
+  private val imperativeResults: Array[(Int, ImperativeAggregate)] =
+    bound.zipWithIndex.collect { case (f: ImperativeAggregate, i) => (i, f) }.toArray
+
+  override def newEmpty(): InternalRow = reset(new SpecificInternalRow(bufferTypes))
+
+  override def reset(buffer: InternalRow): InternalRow = {
+    if (hasDeclarative) initialize.target(buffer)(InternalRow.empty)
+    var i = 0
+    while (i < allImperative.length) { allImperative(i).initialize(buffer); i += 1 }
+    buffer
+  }
+
+  /** Adds one input row (in time order) to `buffer`. */
+  def update(buffer: InternalRow, row: InternalRow): Unit = {
+    if (hasDeclarative) {
+      updateDeclarative.target(buffer)(joined(buffer, row))
+      var i = 0
+      while (i < borrowedFields.length) {
+        val (index, dataType) = borrowedFields(i)
+        if (!buffer.isNullAt(index)) buffer.update(index, InternalRow.copyValue(buffer.get(index, dataType)))
+        i += 1
+      }
+    }
+    var i = 0
+    while (i < allImperative.length) {
+      if (imperativeFilters(i)(row)) allImperative(i).update(buffer, row)
+      i += 1
+    }
+  }
+
+  override def mergeInto(earlier: InternalRow, later: InternalRow): InternalRow = {
+    if (hasDeclarative) mergeDeclarative.target(earlier)(joined(earlier, later))
+    var i = 0
+    while (i < imperative.length) { imperative(i).merge(earlier, later); i += 1 }
+    i = 0
+    while (i < typed.length) {
+      val offset = typedOffsets(i)
+      val f = typed(i)
+      val laterObject = later.get(offset, BinaryType)
+      var merged = f.merge(earlier.get(offset, BinaryType), laterObject)
+      // A buffer must never be shared: copy if an aggregate hands back its input object.
+      if (merged.asInstanceOf[AnyRef] eq laterObject.asInstanceOf[AnyRef]) merged = f.deserialize(f.serialize(merged))
+      earlier.update(offset, merged)
+      i += 1
+    }
+    earlier
+  }
+
+  /** The aggregates' values for `buffer`, in function order; the row is reused. */
+  def result(buffer: InternalRow): InternalRow = {
+    if (hasDeclarative) evaluate.target(resultRow)(buffer)
+    var i = 0
+    while (i < imperativeResults.length) {
+      val (index, f) = imperativeResults(i)
+      resultRow.update(index, f.eval(buffer))
+      i += 1
+    }
+    resultRow
+  }
+}

@@ -1,0 +1,62 @@
+package windowagg.spark
+
+import java.util.Locale
+import java.util.concurrent.TimeUnit
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types._
+
+/**
+ * How a time column's values map to the core's ticks: TIMESTAMP and TIMESTAMP_NTZ are
+ * microseconds; an integral column is an epoch in a declared unit (milliseconds by default, so
+ * Kafka-style data keeps its exact values). Windows of integral time come out as BIGINT.
+ */
+final case class TimeColumn(dataType: DataType, unit: TimeUnit) {
+  /** The type of window_start and window_end. */
+  def windowType: DataType = dataType match {
+    case TimestampType | TimestampNTZType => dataType
+    case _ => LongType
+  }
+
+  def isTimestamp: Boolean = dataType == TimestampType || dataType == TimestampNTZType
+
+  /** Reads the time at `ordinal` of a row as ticks (the caller checks for null first). */
+  def reader(ordinal: Int): InternalRow => Long = dataType match {
+    case TimestampType | TimestampNTZType | LongType => _.getLong(ordinal)
+    case IntegerType => _.getInt(ordinal).toLong
+    case ShortType => _.getShort(ordinal).toLong
+    case ByteType => _.getByte(ordinal).toLong
+    case other => throw new IllegalStateException(s"unsupported time type $other")
+  }
+}
+
+object TimeColumn {
+  val supportedTypes = "TIMESTAMP, TIMESTAMP_NTZ, or an integral epoch (TINYINT, SMALLINT, INT, BIGINT)"
+
+  private val units: Map[String, TimeUnit] = Map(
+    "microseconds" -> TimeUnit.MICROSECONDS, "microsecond" -> TimeUnit.MICROSECONDS, "us" -> TimeUnit.MICROSECONDS,
+    "milliseconds" -> TimeUnit.MILLISECONDS, "millisecond" -> TimeUnit.MILLISECONDS, "ms" -> TimeUnit.MILLISECONDS,
+    "seconds" -> TimeUnit.SECONDS, "second" -> TimeUnit.SECONDS, "s" -> TimeUnit.SECONDS)
+
+  /** Validates a time column's type and unit; `description` names the column in errors. */
+  def of(dataType: DataType, unit: Option[String], description: String): TimeColumn = {
+    val integral = dataType match {
+      case TimestampType | TimestampNTZType => false
+      case ByteType | ShortType | IntegerType | LongType => true
+      case other =>
+        throw WindowAggException(
+          s"time column $description has type ${other.sql}; it must be $supportedTypes" +
+            (if (other == DateType) " (cast a DATE to TIMESTAMP)" else ""))
+    }
+    unit match {
+      case Some(u) if !integral =>
+        throw WindowAggException(
+          s"a time unit ('$u') applies only to integral time columns; $description is ${dataType.sql}")
+      case Some(u) =>
+        val parsed = units.getOrElse(u.trim.toLowerCase(Locale.ROOT), throw WindowAggException(
+          s"unknown time unit '$u' for $description; use 'milliseconds', 'microseconds' or 'seconds'"))
+        TimeColumn(dataType, parsed)
+      case None => TimeColumn(dataType, if (integral) TimeUnit.MILLISECONDS else TimeUnit.MICROSECONDS)
+    }
+  }
+}

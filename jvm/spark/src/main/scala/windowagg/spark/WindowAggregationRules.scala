@@ -1,0 +1,183 @@
+package windowagg.spark
+
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.aggregate._
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.windowagg.SparkInternals
+
+/**
+ * Resolution (runs to a fixed point with Spark's own rules): an Aggregate grouped by
+ * `window(ts, definition)` gets the window as a column named `window` of its child, as Spark does
+ * for `window()` and `session_window()`, so that `window.start` resolves in SQL select lists and
+ * HAVING clauses like any column. Definition and time column are checked here, before any data
+ * is read.
+ */
+object PlaceWindowColumn extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
+    case a: Aggregate if a.child.resolved && unplacedWindows(a).nonEmpty =>
+      if (a.groupingExpressions.exists(_.isInstanceOf[BaseGroupingSets])) {
+        throw WindowAggException("windowagg windows cannot be combined with GROUPING SETS, ROLLUP or CUBE")
+      }
+      val windows = unplacedWindows(a)
+      if (windows.size > 1) {
+        throw WindowAggException(
+          s"an aggregation can group by one windowagg window, found ${windows.size}: ${windows.mkString(", ")}")
+      }
+      val window = windows.head
+      window.validated
+      val alias = Alias(window, WindowGroupingExpression.ColumnName)()
+      val column = alias.toAttribute
+      def place(e: Expression): Expression = e.transformDown {
+        case w: WindowGroupingExpression if w.semanticEquals(window) => column
+      }
+      Aggregate(
+        a.groupingExpressions.map(place),
+        a.aggregateExpressions.map(place(_).asInstanceOf[NamedExpression]),
+        Project(a.child.output :+ alias, a.child),
+        a.hint)
+  }
+
+  private def unplacedWindows(a: Aggregate): Seq[WindowGroupingExpression] =
+    a.groupingExpressions.flatMap(_.collect { case w: WindowGroupingExpression if w.childrenResolved => w })
+      .foldLeft(Seq.empty[WindowGroupingExpression]) { (seen, w) =>
+        if (seen.exists(_.semanticEquals(w))) seen else seen :+ w
+      }
+}
+
+/**
+ * Post-hoc resolution (once, after all names are resolved): the Aggregate over a placed window
+ * column becomes a [[SlidingWindowAggregate]] under a Project that rebuilds the Aggregate's output
+ * (same names and expression ids) from the keys, the window bounds and the aggregate values.
+ * Anything that cannot be computed this way is rejected here with a message naming it.
+ */
+object PlanWindowAggregation extends Rule[LogicalPlan] with AliasHelper {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    val rewritten = plan.resolveOperatorsUp {
+      case a @ Aggregate(_, _, Project(projectList, _), _) if projectList.exists(isWindowColumn) =>
+        rewrite(a)
+    }
+    rewritten.foreachWithSubqueries { node =>
+      node.expressions.foreach(_.foreach {
+        case w: WindowGroupingExpression =>
+          throw WindowAggException(
+            s"$w can only be used as a grouping key: df.groupBy(..., window(ts, definition)) or GROUP BY sliding_window(ts, size)")
+        case _ =>
+      })
+    }
+    rewritten
+  }
+
+  private def isWindowColumn(e: NamedExpression): Boolean = e match {
+    case Alias(_: WindowGroupingExpression, _) => true
+    case _ => false
+  }
+
+  private def rewrite(a: Aggregate): LogicalPlan = {
+    val project = a.child.asInstanceOf[Project]
+    val child = project.child
+    val windowAlias = project.projectList.collectFirst { case al @ Alias(_: WindowGroupingExpression, _) => al }.get
+    val window = windowAlias.child.asInstanceOf[WindowGroupingExpression]
+    val windowColumn = windowAlias.toAttribute
+    val (timeColumn, windows) = window.validated
+
+    if (child.isStreaming) {
+      throw WindowAggException(
+        "windowagg sliding windows over a streaming DataFrame are not supported yet; use them on batch DataFrames")
+    }
+
+    val grouping = a.groupingExpressions.map(trimAliases)
+    if (!grouping.exists(_.semanticEquals(windowColumn))) {
+      throw WindowAggException(s"the window column must be a grouping key of the aggregation")
+    }
+    val keyExpressions = grouping.filterNot(_.semanticEquals(windowColumn))
+      .foldLeft(Seq.empty[Expression]) { (seen, e) => if (seen.exists(_.semanticEquals(e))) seen else seen :+ e }
+    val pulledKeys = keyExpressions.collect { case e if !e.isInstanceOf[Attribute] => Alias(e, "_groupingexpression")() }
+    val keyAttributes: Seq[Attribute] = {
+      val pulled = pulledKeys.iterator
+      keyExpressions.map {
+        case attr: Attribute => attr
+        case _ => pulled.next().toAttribute
+      }
+    }
+    val (timeAttribute, timeAlias) = window.timeColumn match {
+      case attr: Attribute => (attr, None)
+      case e =>
+        val alias = Alias(e, "_window_time")()
+        (alias.toAttribute, Some(alias))
+    }
+    val input =
+      if (pulledKeys.isEmpty && timeAlias.isEmpty) child
+      else Project(child.output ++ pulledKeys ++ timeAlias, child)
+
+    val aggregates = a.aggregateExpressions.flatMap(_.collect { case ae: AggregateExpression => ae })
+      .foldLeft(Seq.empty[AggregateExpression]) { (seen, ae) =>
+        if (seen.exists(_.semanticEquals(ae))) seen else seen :+ ae
+      }
+    a.aggregateExpressions.foreach(checkNoUnsupportedFunction)
+    aggregates.foreach(checkMergeable)
+    val aggregateOutput = aggregates.map { ae =>
+      AttributeReference(ae.aggregateFunction.prettyName, ae.dataType, ae.nullable)()
+    }
+
+    val windowType = timeColumn.windowType
+    val windowStart = AttributeReference("window_start", windowType, nullable = false)()
+    val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
+    val node = SlidingWindowAggregate(
+      keyAttributes, timeAttribute, timeColumn, windows,
+      aggregates.map(_.aggregateFunction), aggregates.map(_.filter),
+      windowStart, windowEnd, aggregateOutput, input)
+
+    val windowStruct = CreateNamedStruct(Seq(
+      Literal("start"), windowStart, Literal("end"), windowEnd))
+    def replace(e: Expression): Expression = e.transformDown {
+      case ae: AggregateExpression =>
+        aggregateOutput(aggregates.indexWhere(_.semanticEquals(ae)))
+      case attr: Attribute if attr.semanticEquals(windowColumn) => windowStruct
+      case k if !k.isInstanceOf[Attribute] && keyExpressions.exists(_.semanticEquals(k)) =>
+        keyAttributes(keyExpressions.indexWhere(_.semanticEquals(k)))
+    }
+    val results = a.aggregateExpressions.map {
+      case attr: Attribute if attr.semanticEquals(windowColumn) =>
+        Alias(windowStruct, attr.name)(exprId = attr.exprId, qualifier = attr.qualifier)
+      case ne => replace(ne).asInstanceOf[NamedExpression]
+    }
+    val missing = results.flatMap(_.references).filterNot(node.outputSet.contains)
+    if (missing.nonEmpty) {
+      throw WindowAggException(
+        s"column ${missing.map(_.sql).distinct.mkString(", ")} is neither a grouping key nor inside an aggregate function")
+    }
+    Project(results, node)
+  }
+
+  private def checkNoUnsupportedFunction(e: Expression): Unit = e.foreach {
+    case w: WindowFunction =>
+      throw WindowAggException(
+        s"${w.prettyName}() is a ranking/window function, not an aggregate: it cannot be computed over windowagg windows")
+    case udf: PythonUDF if SparkInternals.isPythonAggregate(udf) =>
+      throw WindowAggException(
+        s"${udf.name}: pandas/Arrow aggregate UDFs run over all rows of a group at once and cannot be merged incrementally; use a built-in aggregate or a Scala Aggregator")
+    case _ =>
+  }
+
+  private def checkMergeable(ae: AggregateExpression): Unit = {
+    val name = ae.aggregateFunction.prettyName
+    if (ae.isDistinct) {
+      throw WindowAggException(
+        s"$name(DISTINCT ...) cannot be computed incrementally over windows; use approx_count_distinct, " +
+          s"or size(collect_set(...)) for an exact distinct count")
+    }
+    if (ae.aggregateFunction.children.exists(_.exists(_.isInstanceOf[AggregateExpression]))) {
+      throw WindowAggException(s"aggregate functions cannot be nested: ${ae.sql}")
+    }
+    ae.aggregateFunction match {
+      case _: PythonUDAF =>
+        throw WindowAggException(
+          s"$name: pandas/Arrow aggregate UDFs run over all rows of a group at once and cannot be merged incrementally; use a built-in aggregate or a Scala Aggregator")
+      case _: DeclarativeAggregate | _: ImperativeAggregate =>
+      case _: RuntimeReplaceableAggregate =>
+      case other =>
+        throw WindowAggException(s"aggregate ${other.prettyName} cannot be computed incrementally over windows")
+    }
+  }
+}

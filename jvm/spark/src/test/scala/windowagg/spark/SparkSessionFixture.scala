@@ -1,0 +1,21 @@
+package windowagg.spark
+
+import org.apache.spark.sql.SparkSession
+import org.scalatest.{BeforeAndAfterAll, Suite}
+
+/** One local SparkSession with the windowagg extension for a suite. */
+trait SparkSessionFixture extends BeforeAndAfterAll { self: Suite =>
+  @transient lazy val spark: SparkSession = SparkSession.builder()
+    .master("local[2]")
+    .appName(getClass.getSimpleName)
+    .config("spark.sql.extensions", classOf[WindowAggExtensions].getName)
+    .config("spark.sql.shuffle.partitions", "4")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.session.timeZone", "UTC")
+    .getOrCreate()
+
+  override def afterAll(): Unit = {
+    try spark.stop()
+    finally super.afterAll()
+  }
+}
