@@ -64,8 +64,7 @@ case class SlidingWindowAggregateExec(
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
       val aggregates = new SparkAggregates(
         functions_,
-        filters_.map(_.map(BindReferences.bindReference(_, childOutput))),
-        childOutput, partition)
+        filters_, childOutput, partition)
       val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
       val readTime = timeColumn_.reader(timeOrdinal)
       val groups = new TimeGroups(rows, keyProjection, timeOrdinal, readTime, aggregates, inputRows, nullTimeRows)

@@ -18,8 +18,8 @@ import windowagg.core.PartialAggregation
  * Spark's aggregation operators. Typed imperative buffers hold their objects, never serialized:
  * partials are merged in memory, so nothing is serialized per record.
  *
- * Created per task (projections are not serializable); `functions` must be resolved and
- * `input` the attributes of the rows given to `update`.
+ * Created per task (projections are not serializable); `functions` and `filters` are resolved
+ * against `input`, the attributes of the rows given to `update`, and bound here.
  */
 final class SparkAggregates(
     functions: Seq[AggregateFunction],
