@@ -1,6 +1,7 @@
 # Pinned versions shared by every script. Spark's Scala artifacts for this line are read from the
 # pinned PySpark distribution (its jars/ folder), so the jar is compiled and tested against exactly
 # the Spark a Python user runs.
+WINDOWAGG_VERSION=0.1.0
 PYSPARK_VERSION=4.3.0
 PYTEST_VERSION=9.2.0
 SBT_VERSION=$(sed -n 's/^sbt.version=//p' "$(dirname "${BASH_SOURCE[0]}")/../project/build.properties")
