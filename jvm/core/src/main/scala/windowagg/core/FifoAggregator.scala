@@ -10,8 +10,9 @@ import scala.collection.mutable.ArrayBuffer
  * The back stack keeps the pushed partials and a running aggregate of them. When the front runs
  * out, the back is flipped into the front as suffix aggregates, oldest on top, reusing the pushed
  * buffers themselves (they are owned by this structure and never needed individually again), so a
- * flip allocates nothing. Every partial is merged at most three times in its life: into the
- * running back aggregate, into a suffix, and into a query.
+ * flip allocates nothing. A push costs one merge (into the running back aggregate), a pop at
+ * most one merge per partial it moves to the front (each partial moves once), and reading the
+ * aggregate at most two (front and back into a scratch buffer).
  */
 final class FifoAggregator[P](agg: PartialAggregation[P]) {
   private val back = ArrayBuffer.empty[P] // oldest first

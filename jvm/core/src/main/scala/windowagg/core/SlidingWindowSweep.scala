@@ -41,7 +41,7 @@ final class SlidingWindowSweep[P](size: Long, input: Iterator[Timed[P]], agg: Pa
   def advance(): Boolean = {
     if (awaitingLeft.isEmpty) readOne()
     val leftStart = if (awaitingLeft.isEmpty) Long.MaxValue else offset(awaitingLeft.head, -size)
-    val rightStart = nextRightStart()
+    val rightStart = nextRightStart(leftStart)
     if (awaitingLeft.isEmpty && rightStart == Long.MaxValue) return false
     // Long.MaxValue marks "none"; a real start equal to it cannot occur since t + 1 overflows first.
     val s = math.min(leftStart, rightStart)
@@ -62,10 +62,16 @@ final class SlidingWindowSweep[P](size: Long, input: Iterator[Timed[P]], agg: Pa
     true
   }
 
-  /** The start of the earliest right window still to come, or Long.MaxValue if none. */
-  private def nextRightStart(): Long = {
+  /**
+   * The start of the earliest right window still to come if it is not after `leftStart`, the next
+   * left window's; Long.MaxValue otherwise. Right windows starting after the next left window are
+   * left undecided: deciding them needs the next record, and over records whose right windows are
+   * all empty that would read arbitrarily far beyond the current window.
+   */
+  private def nextRightStart(leftStart: Long): Long = {
     while (awaitingRight.nonEmpty) {
       val t = awaitingRight.head
+      if (awaitingLeft.nonEmpty && t >= leftStart) return Long.MaxValue // t + 1 > leftStart
       if (awaitingRight.length < 2) readOne()
       if (awaitingRight.length < 2) {
         awaitingRight.removeHead() // the last time: nothing after it, so no right window

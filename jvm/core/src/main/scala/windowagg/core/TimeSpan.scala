@@ -17,16 +17,17 @@ sealed trait TimeSpan {
 object TimeSpan {
   final case class OfDuration(duration: Duration) extends TimeSpan {
     def toTicks(unit: TimeUnit, what: String): Long = {
-      val nanosPerTick = unit.toNanos(1)
-      val nanos =
-        try duration.toNanos
-        catch { case _: ArithmeticException => throw WindowError(s"$what $duration is too large") }
-      if (nanos % nanosPerTick != 0) {
+      // exact in BigInteger: a Duration's nanoseconds overflow a long beyond about 292 years
+      val nanos = java.math.BigInteger.valueOf(duration.getSeconds).multiply(java.math.BigInteger.valueOf(1000000000L))
+        .add(java.math.BigInteger.valueOf(duration.getNano.toLong))
+      val Array(ticks, rest) = nanos.divideAndRemainder(java.math.BigInteger.valueOf(unit.toNanos(1)))
+      if (rest.signum != 0) {
         throw WindowError(
-          s"$what $duration is not a whole number of ${unit.name.toLowerCase(Locale.ROOT)}, " +
+          s"$what $this is not a whole number of ${unit.name.toLowerCase(Locale.ROOT)}, " +
             "the resolution of the time column")
       }
-      nanos / nanosPerTick
+      if (ticks.bitLength > 63) throw WindowError(s"$what $this is too large")
+      ticks.longValue
     }
     override def toString: String = TimeSpan.format(duration)
   }
@@ -84,7 +85,7 @@ object TimeSpan {
   }
 
   private def format(d: Duration): String = {
-    val nanos = d.toNanos
+    val nanos = try d.toNanos catch { case _: ArithmeticException => return s"${d.toDays} days" }
     val units = Seq(86400L * 1000000000L -> "day", 3600L * 1000000000L -> "hour", 60L * 1000000000L -> "minute",
       1000000000L -> "second", 1000000L -> "millisecond", 1000L -> "microsecond", 1L -> "nanosecond")
     units.collectFirst { case (n, name) if nanos != 0 && nanos % n == 0 =>
