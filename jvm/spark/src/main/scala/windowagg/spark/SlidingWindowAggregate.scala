@@ -12,7 +12,8 @@ import windowagg.ResolvedWindows
  * `windowEnd`, then one column per aggregate function.
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
- * Aggregate), each with its optional FILTER predicate.
+ * Aggregate), each with its FILTER predicate (`true` when it has none; a plain expression, so that
+ * plan rules such as column pruning see what it references).
  */
 case class SlidingWindowAggregate(
     keys: Seq[Attribute],
@@ -20,7 +21,7 @@ case class SlidingWindowAggregate(
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     aggregateFunctions: Seq[Expression],
-    filters: Seq[Option[Expression]],
+    filters: Seq[Expression],
     windowStart: Attribute,
     windowEnd: Attribute,
     aggregateOutput: Seq[Attribute],

@@ -24,7 +24,7 @@ case class SlidingWindowAggregateExec(
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     functions: Seq[AggregateFunction],
-    filters: Seq[Option[Expression]],
+    filters: Seq[Expression],
     windowStart: Attribute,
     windowEnd: Attribute,
     aggregateOutput: Seq[Attribute],

@@ -18,12 +18,13 @@ import windowagg.core.PartialAggregation
  * Spark's aggregation operators. Typed imperative buffers hold their objects, never serialized:
  * partials are merged in memory, so nothing is serialized per record.
  *
- * Created per task (projections are not serializable); `functions` and `filters` are resolved
+ * Created per task (projections are not serializable); `functions` and `filters` (`true` for
+ * none) are resolved
  * against `input`, the attributes of the rows given to `update`, and bound here.
  */
 final class SparkAggregates(
     functions: Seq[AggregateFunction],
-    filters: Seq[Option[Expression]],
+    filters: Seq[Expression],
     input: Seq[Attribute],
     partitionIndex: Int) extends PartialAggregation[InternalRow] {
 
@@ -67,10 +68,8 @@ final class SparkAggregates(
   private val updateDeclarative: MutableProjection = {
     val exprs = bound.zip(filters).flatMap {
       case (d: DeclarativeAggregate, filter) =>
-        filter match {
-          case Some(f) => d.updateExpressions.zip(d.aggBufferAttributes).map { case (u, a) => If(f, u, a) }
-          case None => d.updateExpressions
-        }
+        if (filter == Literal.TrueLiteral) d.updateExpressions
+        else d.updateExpressions.zip(d.aggBufferAttributes).map { case (u, a) => If(filter, u, a) }
       case (other, _) => Seq.fill(other.aggBufferAttributes.length)(NoOp)
     }
     val p = MutableProjection.create(exprs, bufferAttributes ++ input)
@@ -79,13 +78,12 @@ final class SparkAggregates(
   }
 
   private val imperativeFilters: Array[InternalRow => Boolean] = bound.zip(filters).collect {
-    case (i: ImperativeAggregate, filter) =>
-      filter match {
-        case Some(f) =>
-          val predicate = Predicate.create(f, input)
-          predicate.initialize(partitionIndex)
-          (row: InternalRow) => predicate.eval(row)
-        case None => (_: InternalRow) => true
+    case (_: ImperativeAggregate, filter) =>
+      if (filter == Literal.TrueLiteral) (_: InternalRow) => true
+      else {
+        val predicate = Predicate.create(filter, input)
+        predicate.initialize(partitionIndex)
+        (row: InternalRow) => predicate.eval(row)
       }
   }.toArray
   private val allImperative: Array[ImperativeAggregate] = bound.collect { case i: ImperativeAggregate => i }.toArray

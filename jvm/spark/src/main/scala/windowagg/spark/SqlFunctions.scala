@@ -66,7 +66,11 @@ object SqlFunctions {
     val hint = "write aggregates like 'sum(amount) AS total, count(1) AS n'"
     val plan =
       try CatalystSqlParser.parsePlan(s"SELECT $text")
-      catch { case NonFatal(e) => throw WindowAggException(s"cannot parse the aggregate list '$text': ${e.getMessage.linesIterator.next()}; $hint", e) }
+      catch {
+        case NonFatal(e) =>
+          val reason = Option(e.getMessage).flatMap(_.linesIterator.map(_.trim).find(_.nonEmpty)).getOrElse(e.toString)
+          throw WindowAggException(s"cannot parse the aggregate list '$text': $reason; $hint", e)
+      }
     plan match {
       case Project(list, _: OneRowRelation) if list.nonEmpty => list
       case _ => throw WindowAggException(s"the aggregate list '$text' must be a plain list of expressions; $hint")

@@ -125,7 +125,7 @@ object PlanWindowAggregation extends Rule[LogicalPlan] with AliasHelper {
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
     val node = SlidingWindowAggregate(
       keyAttributes, timeAttribute, timeColumn, windows,
-      aggregates.map(_.aggregateFunction), aggregates.map(_.filter),
+      aggregates.map(_.aggregateFunction), aggregates.map(_.filter.getOrElse(Literal.TrueLiteral)),
       windowStart, windowEnd, aggregateOutput, input)
 
     val windowStruct = CreateNamedStruct(Seq(
