@@ -4,4 +4,7 @@
 WINDOWAGG_VERSION=0.1.0
 PYSPARK_VERSION=4.3.0
 PYTEST_VERSION=9.2.0
+# pandas and pyarrow: PySpark's pandas UDFs, which a test uses to check they are rejected
+PANDAS_VERSION=2.3.3
+PYARROW_VERSION=26.0.1
 SBT_VERSION=$(sed -n 's/^sbt.version=//p' "$(dirname "${BASH_SOURCE[0]}")/../project/build.properties")

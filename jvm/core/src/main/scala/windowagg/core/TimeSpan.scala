@@ -86,6 +86,7 @@ object TimeSpan {
 
   private def format(d: Duration): String = {
     val nanos = try d.toNanos catch { case _: ArithmeticException => return s"${d.toDays} days" }
+    if (nanos == 0) return "0 seconds"
     val units = Seq(86400L * 1000000000L -> "day", 3600L * 1000000000L -> "hour", 60L * 1000000000L -> "minute",
       1000000000L -> "second", 1000000L -> "millisecond", 1000L -> "microsecond", 1L -> "nanosecond")
     units.collectFirst { case (n, name) if nanos != 0 && nanos % n == 0 =>

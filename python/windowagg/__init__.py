@@ -1,0 +1,33 @@
+"""windowagg: sliding-window aggregation (Kafka Streams KIP-450) for Apache Spark.
+
+A thin Python layer over the windowagg Spark extension (a JVM jar shipped in this package)::
+
+    import windowagg
+    from windowagg import SlidingWindows, window
+    from pyspark.sql import functions as F
+
+    spark = windowagg.session()
+    totals = (events
+              .groupBy("user", window("ts", SlidingWindows.of("10 minutes")))
+              .agg(F.sum("amount").alias("total")))
+
+With the extension on, SQL has the grouping function ``sliding_window(ts, size [, time_unit])``
+and the table function ``sliding_window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), size,
+'aggregates')``.
+"""
+
+from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
+from windowagg.functions import metrics, window
+from windowagg.windows import SlidingWindows, WindowDefinition
+
+__all__ = [
+    "EXTENSION_CLASS",
+    "SlidingWindows",
+    "WindowDefinition",
+    "__version__",
+    "configure",
+    "jar_path",
+    "metrics",
+    "session",
+    "window",
+]

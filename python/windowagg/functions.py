@@ -1,0 +1,84 @@
+"""Column functions and plan metrics of windowagg (wrappers of ``windowagg.functions`` on the JVM)."""
+
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+
+from windowagg import _jvm
+from windowagg.windows import WindowDefinition, _ensure_definition
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+_FUNCTIONS = "windowagg.functions"
+
+
+def _java_column(col: Union[str, "Column"]) -> Any:
+    from pyspark.sql.column import Column as AnyColumn
+    from pyspark.sql.classic.column import Column as ClassicColumn, _to_java_column
+
+    if isinstance(col, AnyColumn) and not isinstance(col, ClassicColumn):
+        raise _jvm.connect_error()
+    if not isinstance(col, (str, ClassicColumn)):
+        raise TypeError(f"the time column must be a column name or a Column, not {type(col).__name__}")
+    return _to_java_column(col)
+
+
+def window(
+    time_col: Union[str, "Column"],
+    definition: WindowDefinition,
+    time_unit: Optional[str] = None,
+) -> "Column":
+    """A grouping column that assigns each row to the windows of ``definition``.
+
+    Use it as a ``groupBy`` key; each output row is one window of one key::
+
+        events.groupBy("user", window("ts", SlidingWindows.of("10 minutes"))).agg(sum("amount"))
+
+    The column is named ``window``: a struct ``<start, end>`` whose fields have the time column's
+    type (TIMESTAMP or TIMESTAMP_NTZ), or BIGINT for an integral time column. Rows whose time is
+    null are not windowed (they are counted, see :func:`metrics`).
+
+    :param time_col: the time column, by name or as a Column: TIMESTAMP, TIMESTAMP_NTZ or an
+        integral epoch (byte, short, int or long).
+    :param definition: the windows, e.g. ``SlidingWindows.of("10 minutes")``.
+    :param time_unit: for an integral time column, the unit of its values: ``"milliseconds"``
+        (the default), ``"microseconds"`` or ``"seconds"``.
+    :returns: a :class:`pyspark.sql.Column`.
+    """
+    from pyspark.sql.classic.column import Column
+
+    if time_unit is not None and not isinstance(time_unit, str):
+        raise TypeError(f"time_unit must be a str such as 'seconds', not {type(time_unit).__name__}")
+    jdef = _ensure_definition(definition)._java_definition()
+    jvm = _jvm.active_jvm()
+    jcol = _java_column(time_col)
+    functions = _jvm.jvm_class(jvm, _FUNCTIONS)
+    try:
+        if time_unit is None:
+            jc = functions.window(jcol, jdef)
+        else:
+            jc = functions.window(jcol, jdef, time_unit)
+    except Exception as error:
+        if _jvm.is_illegal_argument(error):
+            _jvm.raise_value_error(error)
+        raise
+    return Column(jc)
+
+
+def metrics(df: "DataFrame") -> Dict[str, int]:
+    """The metrics of the windowagg operators in ``df``'s executed plan, after an action on ``df``.
+
+    Call it after an action on this very DataFrame object (``collect()``, ``write``, ...): a new
+    DataFrame derived from it (``df.count()`` included) runs a new plan.
+
+    :returns: a dict with ``"inputRows"`` (rows read by the windowagg operators),
+        ``"nullTimeRows"`` (rows whose time was null: not windowed, but counted) and
+        ``"windows"`` (windows output), summed over the plan's windowagg operators.
+    """
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        if _jvm.is_connect_active() or type(df).__module__.startswith("pyspark.sql.connect"):
+            raise _jvm.connect_error()
+        raise TypeError(f"expected a pyspark DataFrame, not {type(df).__name__}")
+    jvm = _jvm.active_jvm()
+    jmap = _jvm.jvm_class(jvm, _FUNCTIONS).metrics(jdf)
+    return {str(key): int(value) for key, value in dict(jmap).items()}

@@ -1,0 +1,148 @@
+"""Errors: each is raised at analysis time, before any data is read, and names the problem."""
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import functions as F
+
+from windowagg import SlidingWindows, window
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    df = spark.createDataFrame(
+        [("ann", 1, "/", 5, 1.5, "2024-01-01"), ("bob", 2, "/cart", 7, 2.5, "2024-01-02")],
+        "user string, t_ms bigint, page string, amount bigint, score double, day string",
+    ).select(
+        "*",
+        F.timestamp_millis("t_ms").alias("ts"),
+        F.to_date("day").alias("d"),
+    )
+    df.createOrReplaceTempView("err_events")
+    yield df
+    spark.catalog.dropTempView("err_events")
+
+
+def message(info):
+    return str(info.value)
+
+
+TVF = "SELECT * FROM sliding_window_agg(TABLE(err_events) PARTITION BY user ORDER BY ({time}), {size}, '{aggs}')"
+
+
+@pytest.mark.parametrize("column", ["page", "score", "d"])
+def test_wrong_time_column_type(events, column):
+    with pytest.raises(AnalysisException) as info:
+        events.groupBy("user", window(column, SlidingWindows.of("1 minute"))).count()
+    assert "time column" in message(info).lower()
+
+
+def test_wrong_time_column_type_in_sql(spark, events):
+    with pytest.raises(AnalysisException) as info:
+        spark.sql("SELECT count(1) FROM err_events GROUP BY sliding_window(page, INTERVAL '1' MINUTE)")
+    assert "time column" in message(info).lower()
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(TVF.format(time="page", size="INTERVAL '1' MINUTE", aggs="count(1) AS n"))
+    assert "time column" in message(info).lower()
+
+
+def test_missing_time_column(spark, events):
+    with pytest.raises(AnalysisException) as info:
+        events.groupBy("user", window("no_such_ts", SlidingWindows.of("1 minute"))).count()
+    assert "no_such_ts" in message(info)
+    with pytest.raises(AnalysisException) as info:
+        spark.sql("SELECT count(1) FROM err_events GROUP BY sliding_window(no_such_ts, INTERVAL '1' MINUTE)")
+    assert "no_such_ts" in message(info)
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(TVF.format(time="no_such_ts", size="INTERVAL '1' MINUTE", aggs="count(1) AS n"))
+    assert "no_such_ts" in message(info)
+
+
+@pytest.mark.parametrize("aggs", ["sum(amount AS total", "count(1) AS n,, max(amount)", "sum(amount) total total"])
+def test_unparsable_aggregate_text(spark, events, aggs):
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(TVF.format(time="ts", size="INTERVAL '1' MINUTE", aggs=aggs))
+    assert "aggregate" in message(info).lower()
+
+
+def test_distinct_aggregates(spark, events):
+    definition = SlidingWindows.of("1 minute")
+    for agg in (F.count_distinct("page"), F.sum_distinct("amount")):
+        with pytest.raises(AnalysisException) as info:
+            events.groupBy("user", window("ts", definition)).agg(agg)
+        assert "DISTINCT" in message(info).upper()
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(
+            "SELECT count(DISTINCT page) FROM err_events GROUP BY user, sliding_window(ts, INTERVAL '1' MINUTE)"
+        )
+    assert "DISTINCT" in message(info).upper()
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(TVF.format(time="ts", size="INTERVAL '1' MINUTE", aggs="count(DISTINCT page) AS pages"))
+    assert "DISTINCT" in message(info).upper()
+
+
+def test_pandas_grouped_aggregate_udf(events):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("double")
+    def mean_udf(values: pd.Series) -> float:
+        return float(values.mean())
+
+    with pytest.raises(AnalysisException) as info:
+        events.groupBy("user", window("ts", SlidingWindows.of("1 minute"))).agg(mean_udf("amount"))
+    text = message(info).lower()
+    assert "pandas" in text or "udf" in text
+
+
+@pytest.mark.parametrize("function", ["rank()", "row_number()", "dense_rank()"])
+def test_ranking_functions(spark, events, function):
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(TVF.format(time="ts", size="INTERVAL '1' MINUTE", aggs=f"count(1) AS n, {function} AS r"))
+    assert function.rstrip("()") in message(info).lower()
+
+
+def test_streaming_input_is_not_supported_yet(spark):
+    stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    query = None
+    try:
+        with pytest.raises(AnalysisException) as info:
+            counts = stream.groupBy(window("timestamp", SlidingWindows.of("10 seconds"))).count()
+            query = counts.writeStream.format("memory").queryName("windowagg_stream").outputMode("update").start()
+        assert "stream" in message(info).lower()
+    finally:
+        if query is not None:
+            query.stop()
+
+
+def test_integer_size_on_a_timestamp_column(spark, events):
+    with pytest.raises(AnalysisException) as info:
+        events.groupBy("user", window("ts", SlidingWindows.of(10))).count()
+    text = message(info).lower()
+    assert "size" in text or "tick" in text or "duration" in text
+    with pytest.raises(AnalysisException):
+        spark.sql("SELECT count(1) FROM err_events GROUP BY user, sliding_window(ts, 10)")
+
+
+def test_duration_that_is_not_a_whole_number_of_ticks(spark, events):
+    with pytest.raises(AnalysisException) as info:
+        events.groupBy("user", window("t_ms", SlidingWindows.of("1500 us"))).count()
+    assert "whole number" in message(info)
+    with pytest.raises(AnalysisException) as info:
+        spark.sql("SELECT count(1) FROM err_events GROUP BY user, sliding_window(t_ms, '1500 us', 'milliseconds')")
+    assert "whole number" in message(info)
+
+
+def test_non_positive_size_in_sql(spark, events):
+    with pytest.raises(AnalysisException) as info:
+        spark.sql("SELECT count(1) FROM err_events GROUP BY user, sliding_window(ts, INTERVAL '0' MINUTE)")
+    assert "positive" in message(info)
+    with pytest.raises(AnalysisException) as info:
+        spark.sql(TVF.format(time="t_ms", size="-5", aggs="count(1) AS n"))
+    assert "positive" in message(info)
+
+
+def test_unknown_time_unit(spark, events):
+    with pytest.raises((ValueError, AnalysisException)) as info:
+        events.groupBy("user", window("t_ms", SlidingWindows.of(10), time_unit="fortnights")).count()
+    assert "unit" in message(info).lower()
