@@ -23,18 +23,39 @@ sealed trait ResolvedWindows extends Serializable
  * every distinct set of records of a key that fit in it: one ending at each record time and one
  * starting just after each record time when it holds records.
  */
-final class SlidingWindows private (val size: TimeSpan) extends WindowDefinition {
+final class SlidingWindows private (val size: TimeSpan, val gracePeriod: Option[TimeSpan]) extends WindowDefinition {
+
+  /**
+   * How long after a window's end records may still arrive (streaming): the watermark is the
+   * largest time seen minus the grace. It applies where the streaming input has no watermark of
+   * its own on the time column; batch queries see complete data and ignore it.
+   */
+  def grace(afterWindowEnd: String): SlidingWindows = withGrace(TimeSpan.parse(afterWindowEnd))
+  def grace(afterWindowEnd: Duration): SlidingWindows = {
+    if (afterWindowEnd == null) throw WindowError("the grace period must not be null")
+    withGrace(TimeSpan(afterWindowEnd))
+  }
+
+  private def withGrace(g: TimeSpan): SlidingWindows = {
+    val negative = g match {
+      case TimeSpan.OfDuration(d) => d.isNegative
+      case TimeSpan.OfTicks(n) => n < 0
+    }
+    if (negative) throw WindowError(s"the grace period must not be negative, got $g")
+    new SlidingWindows(size, Some(g))
+  }
+
   override def resolve(unit: TimeUnit): ResolvedWindows.Sliding = {
     val ticks = size.toTicks(unit, "sliding window size")
     if (ticks <= 0) throw WindowError(s"sliding window size must be positive, got $size")
-    ResolvedWindows.Sliding(ticks)
+    ResolvedWindows.Sliding(ticks, gracePeriod.map(_.toTicks(unit, "grace period")))
   }
-  override def toString: String = s"SlidingWindows.of($size)"
+  override def toString: String = s"SlidingWindows.of($size)${gracePeriod.map(g => s".grace($g)").getOrElse("")}"
   override def equals(other: Any): Boolean = other match {
-    case o: SlidingWindows => o.size == size
+    case o: SlidingWindows => o.size == size && o.gracePeriod == gracePeriod
     case _ => false
   }
-  override def hashCode: Int = size.hashCode
+  override def hashCode: Int = (size, gracePeriod).hashCode
 }
 
 object SlidingWindows {
@@ -53,10 +74,11 @@ object SlidingWindows {
       case TimeSpan.OfTicks(n) => n > 0
     }
     if (!positive) throw WindowError(s"sliding window size must be positive, got $size")
-    new SlidingWindows(size)
+    new SlidingWindows(size, None)
   }
 }
 
 object ResolvedWindows {
-  final case class Sliding(sizeTicks: Long) extends ResolvedWindows
+  /** Sliding windows of `sizeTicks`, with the grace period in ticks when one was given. */
+  final case class Sliding(sizeTicks: Long, graceTicks: Option[Long] = None) extends ResolvedWindows
 }

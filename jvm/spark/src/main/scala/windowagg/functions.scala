@@ -7,7 +7,7 @@ import org.apache.spark.sql.functions.col
 
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.spark.{SlidingWindowAggregateExec, WindowGroupingExpression}
+import windowagg.spark.{SlidingWindowAggregateExec, WindowGroupingExpression, WindowOptions}
 
 /**
  * The Scala (and py4j) API. Use a window as a grouping key, like Spark's own `window()`:
@@ -21,11 +21,24 @@ import windowagg.spark.{SlidingWindowAggregateExec, WindowGroupingExpression}
 object functions {
   /** The windows of `definition` over the time column, as a grouping key named `window`. */
   def window(timeColumn: Column, definition: WindowDefinition): Column =
-    windowColumn(timeColumn, definition, None)
+    windowColumn(timeColumn, definition, WindowOptions())
 
   /** As `window(timeColumn, definition)`, for an integral time column in `timeUnit` ('milliseconds' by default, 'microseconds', 'seconds'). */
   def window(timeColumn: Column, definition: WindowDefinition, timeUnit: String): Column =
-    windowColumn(timeColumn, definition, Option(timeUnit))
+    windowColumn(timeColumn, definition, WindowOptions(timeUnit = Option(timeUnit)))
+
+  /**
+   * As `window(timeColumn, definition)`, with options: "timeUnit" (of an integral time column),
+   * and for streaming "emit" ("final": each window once when final, append output mode;
+   * "updates": changed windows every micro-batch, update output mode) and "lateRows" ("count":
+   * counted in the query's observed metrics "windowagg"; "emit": also output as rows with
+   * `late_reason` and `late_row`).
+   */
+  def window(timeColumn: Column, definition: WindowDefinition, options: java.util.Map[String, String]): Column =
+    windowColumn(timeColumn, definition, WindowOptions.from(Option(options).map(_.asScala).getOrElse(Map.empty)))
+
+  def window(timeColumn: Column, definition: WindowDefinition, options: Map[String, String]): Column =
+    windowColumn(timeColumn, definition, WindowOptions.from(options))
 
   def window(timeColumn: String, definition: WindowDefinition): Column = window(col(timeColumn), definition)
 
@@ -44,10 +57,10 @@ object functions {
       name -> java.lang.Long.valueOf(operators.map(_.metrics(name).value).sum)
     }.toMap.asJava
 
-  private def windowColumn(timeColumn: Column, definition: WindowDefinition, timeUnit: Option[String]): Column = {
+  private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions): Column = {
     if (definition == null) throw new IllegalArgumentException("the window definition must not be null")
     SparkInternals.column(
-      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, timeUnit),
+      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options),
       WindowGroupingExpression.ColumnName)
   }
 }

@@ -51,7 +51,7 @@ case class SlidingWindowAggregateExec(
 
   override protected def doExecute(): RDD[InternalRow] = {
     val windowSize = windows match {
-      case ResolvedWindows.Sliding(s) => s
+      case s: ResolvedWindows.Sliding => s.sizeTicks
     }
     val inputRows = longMetric("inputRows")
     val nullTimeRows = longMetric("nullTimeRows")

@@ -40,7 +40,7 @@ final class SparkAggregates(
   }
   private val bufferAttributes: Seq[AttributeReference] = functions.flatMap(_.aggBufferAttributes)
   private val laterBufferAttributes: Seq[AttributeReference] = bufferAttributes.map(_.newInstance())
-  private val bufferTypes: Seq[DataType] = bufferAttributes.map(_.dataType)
+  private val bufferTypes: IndexedSeq[DataType] = bufferAttributes.map(_.dataType).toIndexedSeq
 
   private val declarative = bound.collect { case d: DeclarativeAggregate => d }
   private val imperative: Array[ImperativeAggregate] = bound.collect {
@@ -167,6 +167,43 @@ final class SparkAggregates(
       i += 1
     }
     earlier
+  }
+
+  private lazy val toUnsafe = UnsafeProjection.create(bufferTypes.toArray)
+
+  /** A compact, self-contained encoding of `buffer` (typed buffers serialized by their aggregate). */
+  def toBytes(buffer: InternalRow): Array[Byte] = {
+    var i = 0
+    val objects = new Array[Any](typed.length)
+    while (i < typed.length) {
+      val offset = typedOffsets(i)
+      objects(i) = buffer.get(offset, BinaryType)
+      buffer.update(offset, typed(i).serialize(objects(i)))
+      i += 1
+    }
+    val bytes = toUnsafe(buffer).getBytes
+    i = 0
+    while (i < typed.length) { buffer.update(typedOffsets(i), objects(i)); i += 1 }
+    bytes
+  }
+
+  /** A buffer decoded from `toBytes`, owned by the caller. */
+  def fromBytes(bytes: Array[Byte]): InternalRow = {
+    val stored = new UnsafeRow(bufferTypes.length)
+    stored.pointTo(bytes, bytes.length)
+    val buffer = new SpecificInternalRow(bufferTypes)
+    var i = 0
+    while (i < bufferTypes.length) {
+      if (!stored.isNullAt(i)) buffer.update(i, stored.get(i, bufferTypes(i)))
+      i += 1
+    }
+    i = 0
+    while (i < typed.length) {
+      val offset = typedOffsets(i)
+      buffer.update(offset, typed(i).deserialize(stored.getBinary(offset)))
+      i += 1
+    }
+    buffer
   }
 
   /** The aggregates' values for `buffer`, in function order; the row is reused. */

@@ -18,13 +18,16 @@ import windowagg.core.WindowError
 /** The SQL surface: `sliding_window(...)` for GROUP BY and the `sliding_window_agg` table function. */
 object SqlFunctions {
 
-  /** `sliding_window(ts, size [, time_unit])`: the grouping key, as `window(...)` in the DataFrame API. */
+  /**
+   * `sliding_window(ts, size [, options])`: the grouping key, as `window(...)` in the DataFrame API.
+   * The last argument is a time unit ('seconds') or options ('emit=updates, lateRows=emit').
+   */
   def slidingWindow(args: Seq[Expression]): Expression = {
     if (args.length < 2 || args.length > 3) {
       throw WindowAggException(
-        s"sliding_window takes (time_column, size [, time_unit]), got ${args.length} argument(s)")
+        s"sliding_window takes (time_column, size [, time_unit or options]), got ${args.length} argument(s)")
     }
-    WindowGroupingExpression(args.head, slidingWindows(args(1), "sliding_window"), args.lift(2).map(string(_, "time_unit")))
+    WindowGroupingExpression(args.head, slidingWindows(args(1), "sliding_window"), options(args.lift(2)))
   }
 
   /**
@@ -48,8 +51,7 @@ object SqlFunctions {
       case Seq() => throw WindowAggException(s"sliding_window_agg needs the time column in ORDER BY: $usage")
       case more => throw WindowAggException(s"sliding_window_agg needs exactly one time column in ORDER BY, got ${more.length}")
     }
-    val unit = args.lift(3).map(string(_, "time_unit"))
-    val window = WindowGroupingExpression(time, slidingWindows(args(1), "sliding_window_agg"), unit)
+    val window = WindowGroupingExpression(time, slidingWindows(args(1), "sliding_window_agg"), options(args.lift(3)))
     val aggregates = parseAggregates(string(args(2), "aggregates"))
     val keys = table.partitionByExpressions
     val keyColumns: Seq[NamedExpression] = keys.map {
@@ -98,6 +100,9 @@ object SqlFunctions {
       case e: WindowError => throw WindowAggException(s"$function: ${e.message}", e)
     }
   }
+
+  private def options(arg: Option[Expression]): WindowOptions =
+    arg.map(e => WindowOptions.parse(string(e, "the time unit or options argument"))).getOrElse(WindowOptions())
 
   private def string(e: Expression, what: String): String = {
     if (!e.foldable || !e.dataType.isInstanceOf[StringType]) throw WindowAggException(s"$what must be a constant string, got ${e.sql}")

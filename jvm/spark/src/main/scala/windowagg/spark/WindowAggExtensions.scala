@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
 class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectResolutionRule(_ => PlaceWindowColumn)
-    extensions.injectPostHocResolutionRule(_ => PlanWindowAggregation)
+    extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
     extensions.injectPlannerStrategy(_ => WindowAggStrategy)
     extensions.injectFunction((
       FunctionIdentifier("sliding_window"),

@@ -1,5 +1,6 @@
 package windowagg.spark
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -51,7 +52,7 @@ object PlaceWindowColumn extends Rule[LogicalPlan] {
  * (same names and expression ids) from the keys, the window bounds and the aggregate values.
  * Anything that cannot be computed this way is rejected here with a message naming it.
  */
-object PlanWindowAggregation extends Rule[LogicalPlan] with AliasHelper {
+case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan] with AliasHelper {
   override def apply(plan: LogicalPlan): LogicalPlan = {
     val rewritten = plan.resolveOperatorsUp {
       case a @ Aggregate(_, _, Project(projectList, _), _) if projectList.exists(isWindowColumn) =>
@@ -81,10 +82,6 @@ object PlanWindowAggregation extends Rule[LogicalPlan] with AliasHelper {
     val windowColumn = windowAlias.toAttribute
     val (timeColumn, windows) = window.validated
 
-    if (child.isStreaming) {
-      throw WindowAggException(
-        "windowagg sliding windows over a streaming DataFrame are not supported yet; use them on batch DataFrames")
-    }
 
     val grouping = a.groupingExpressions.map(trimAliases)
     if (!grouping.exists(_.semanticEquals(windowColumn))) {
@@ -147,7 +144,14 @@ object PlanWindowAggregation extends Rule[LogicalPlan] with AliasHelper {
       throw WindowAggException(
         s"column ${missing.map(_.sql).distinct.mkString(", ")} is neither a grouping key nor inside an aggregate function")
     }
-    Project(results, node)
+    if (child.isStreaming) {
+      // Streaming: the same node's meaning, planned through transformWithState; late rows, when
+      // emitted, come out as two more columns.
+      val streaming = StreamingWindowPlanner.plan(session, node, window.options)
+      Project(results ++ streaming.output.drop(node.output.length), streaming)
+    } else {
+      Project(results, node)
+    }
   }
 
   private def checkNoUnsupportedFunction(e: Expression): Unit = e.foreach {

@@ -15,17 +15,17 @@ import windowagg.core.WindowError
 case class WindowGroupingExpression(
     timeColumn: Expression,
     definition: WindowDefinition,
-    timeUnit: Option[String])
+    options: WindowOptions)
   extends UnaryExpression with Unevaluable with NonSQLExpression {
 
   override def child: Expression = timeColumn
   override def nullable: Boolean = false
   override def prettyName: String = "sliding_window"
-  override def toString: String = s"sliding_window($timeColumn, $definition${timeUnit.map(u => s", $u").getOrElse("")})"
+  override def toString: String = s"sliding_window($timeColumn, $definition, $options)"
 
   /** Checks the time column and the definition; errors name the problem. */
   def validated: (TimeColumn, ResolvedWindows) = {
-    val time = TimeColumn.of(timeColumn.dataType, timeUnit, s"'${timeColumn.sql}'")
+    val time = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
     val windows =
       try definition.resolve(time.unit)
       catch { case e: WindowError => throw WindowAggException(s"${e.message} (time column '${timeColumn.sql}')", e) }

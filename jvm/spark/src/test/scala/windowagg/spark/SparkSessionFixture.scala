@@ -12,6 +12,7 @@ trait SparkSessionFixture extends BeforeAndAfterAll { self: Suite =>
     .config("spark.sql.shuffle.partitions", "4")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.session.timeZone", "UTC")
+    .config(StreamingWindowPlanner.ProviderConf, StreamingWindowPlanner.RocksDbProvider)
     .getOrCreate()
 
   override def afterAll(): Unit = {

@@ -149,9 +149,4 @@ class SurfacesAndErrorsSuite extends AnyFunSuite with SparkSessionFixture {
     assert(tvf("TABLE(events) PARTITION BY user ORDER BY (t), INTERVAL '1' MONTH, 'count(1) AS n'").contains("months"))
     assert(tvf("1, 10, 'count(1) AS n'").contains("TABLE"))
   }
-
-  test("a streaming input is rejected until streaming windows exist") {
-    val stream = spark.readStream.format("rate").load()
-    assert(analysisError(stream.groupBy(window(col("value"), SlidingWindows.of(10L))).count()).contains("streaming"))
-  }
 }

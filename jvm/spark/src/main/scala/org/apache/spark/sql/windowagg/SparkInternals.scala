@@ -1,7 +1,8 @@
 package org.apache.spark.sql.windowagg
 
 import org.apache.spark.api.python.PythonEvalType
-import org.apache.spark.sql.{Column, Dataset}
+import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, PythonUDF}
 import org.apache.spark.sql.classic.ExpressionUtils
 import org.apache.spark.sql.execution.SparkPlan
@@ -26,6 +27,12 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
   def expression(column: Column): Expression = ExpressionUtils.expression(column)
 
   def column(expression: Expression, name: String): Column = ExpressionUtils.column(Alias(expression, name)())
+
+  def column(expression: Expression): Column = ExpressionUtils.column(expression)
+
+  /** A DataFrame over an analyzed plan, in `session` (used to build streaming plans with the Dataset API). */
+  def dataFrame(session: SparkSession, plan: LogicalPlan): DataFrame =
+    classic.Dataset.ofRows(session.asInstanceOf[classic.SparkSession], plan)
 
   /** A pandas/Arrow grouped-aggregate UDF: it needs all rows of a group at once. */
   def isPythonAggregate(udf: PythonUDF): Boolean =

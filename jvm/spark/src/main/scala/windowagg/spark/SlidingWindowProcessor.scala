@@ -1,0 +1,213 @@
+package windowagg.spark
+
+import scala.collection.mutable
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.encoders.{encoderFor, ExpressionEncoder}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.streaming._
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+import windowagg.core.{SlidingWindowFinality, Timed}
+
+/** What a streaming sliding-window aggregation computes; shipped to the executors with the processor. */
+final case class StreamingSlidingSpec(
+    sizeTicks: Long,
+    ticksPerMilli: Long,
+    keySchema: StructType,
+    valueAttributes: Seq[Attribute],
+    timeOrdinal: Int,
+    timeColumn: TimeColumn,
+    functions: Seq[AggregateFunction],
+    filters: Seq[Expression],
+    emitUpdates: Boolean) {
+
+  def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
+
+  /** Rows out of the processor: windows (kind 0) and late rows (kind 1), told apart downstream. */
+  def outputSchema: StructType = StructType(
+    StructField(StreamingSlidingSpec.Kind, IntegerType, nullable = false) +:
+      keySchema.fields.toSeq ++:
+      Seq(
+        StructField("window_start", timeColumn.windowType),
+        StructField("window_end", timeColumn.windowType)) ++:
+      functions.zipWithIndex.map { case (f, i) => StructField(s"agg_$i", f.dataType) } ++:
+      Seq(
+        StructField(StreamingSlidingSpec.LateReason, StringType),
+        StructField(StreamingSlidingSpec.LateRow, valueSchema)))
+}
+
+object StreamingSlidingSpec {
+  val Kind = "_windowagg_kind"
+  val LateReason = "late_reason"
+  val LateRow = "late_row"
+  val WindowKind = 0
+  val LateKind = 1
+  val ReasonLate = "late"
+  val ReasonNullTime = "null time"
+}
+
+/**
+ * KIP-450 sliding windows of one key in Structured Streaming (transformWithState, event time).
+ *
+ * State per key: one partial aggregate per distinct time (Spark aggregation buffers, serialized),
+ * the point `finalBefore` below which every window is final, and one event-time timer at the end
+ * of the next window to become final. Windows come from the core's sweep over the partials, as in
+ * batch; partials no open window can need are dropped, so state stays within size + grace.
+ */
+final class SlidingWindowProcessor(spec: StreamingSlidingSpec) extends StatefulProcessor[Row, Row, Row] {
+  import StreamingSlidingSpec._
+
+  @transient private var partials: MapState[Long, Array[Byte]] = _
+  @transient private var finalBefore: ValueState[Long] = _
+  @transient private var timer: ValueState[Long] = _
+  @transient private var aggregates: SparkAggregates = _
+  @transient private var finality: SlidingWindowFinality = _
+  @transient private var keyToInternal: ExpressionEncoder.Serializer[Row] = _
+  @transient private var valueToInternal: ExpressionEncoder.Serializer[Row] = _
+  @transient private var outputToRow: ExpressionEncoder.Deserializer[Row] = _
+  @transient private var readTime: InternalRow => Long = _
+
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
+    val handle = getHandle
+    partials = handle.getMapState[Long, Array[Byte]]("partials", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
+    finalBefore = handle.getValueState[Long]("finalBefore", Encoders.scalaLong, TTLConfig.NONE)
+    timer = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
+    val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
+    aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
+    finality = new SlidingWindowFinality(spec.sizeTicks)
+    keyToInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
+    valueToInternal = encoderFor(Encoders.row(spec.valueSchema)).createSerializer()
+    outputToRow = encoderFor(Encoders.row(spec.outputSchema)).resolveAndBind().createDeserializer()
+    readTime = spec.timeColumn.reader(spec.timeOrdinal)
+  }
+
+  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
+    val watermark = watermarkTicks(timerValues)
+    val keyRow = keyToInternal(key).copy()
+    val out = mutable.ArrayBuffer.empty[Row]
+    // Windows that became final before these rows arrived are closed first: rows behind the
+    // watermark may only change windows that are still open.
+    var nextEnd = finalizeUpTo(keyRow, watermark, out)
+
+    val fresh = mutable.HashMap.empty[Long, InternalRow]
+    inputRows.foreach { row =>
+      val value = valueToInternal(row)
+      if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
+      else {
+        val t = readTime(value)
+        if (finality.isLate(t, watermark)) out += lateRow(keyRow, value, ReasonLate)
+        else aggregates.update(fresh.getOrElseUpdate(t, aggregates.newEmpty()), value)
+      }
+    }
+    if (fresh.nonEmpty) {
+      fresh.foreach { case (t, batch) =>
+        val merged =
+          if (partials.containsKey(t)) aggregates.mergeInto(aggregates.fromBytes(partials.getValue(t)), batch)
+          else batch
+        partials.updateValue(t, aggregates.toBytes(merged))
+        // every window holding or created by t ends at or after t, and an open one at or after the watermark
+        nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(t, watermark)))
+      }
+      if (spec.emitUpdates) {
+        val times = fresh.keys.toArray.sorted
+        finality.windowsHolding(sortedPartials(Long.MinValue), aggregates, watermark, times) { (s, e, p) =>
+          out += windowRow(keyRow, s, e, p)
+        }
+      }
+    }
+    scheduleTimer(nextEnd)
+    dropIfEmpty()
+    out.iterator
+  }
+
+  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
+    timer.clear() // the fired timer is gone
+    val out = mutable.ArrayBuffer.empty[Row]
+    scheduleTimer(finalizeUpTo(keyToInternal(key).copy(), watermarkTicks(timerValues), out))
+    dropIfEmpty()
+    out.iterator
+  }
+
+  /**
+   * Emits (in final mode) the windows ending in [finalBefore, watermark), drops partials no open
+   * window needs, and returns the end of the next window to become final.
+   */
+  private def finalizeUpTo(keyRow: InternalRow, watermark: Long, out: mutable.ArrayBuffer[Row]): Option[Long] = {
+    val from = if (finalBefore.exists()) finalBefore.get() else Long.MinValue
+    if (watermark <= from) return if (timer.exists()) Some(timerEnd(timer.get())) else None
+    val keep = finality.oldestNeeded(watermark)
+    val next = finality.windowsEndingIn(sortedPartials(finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
+      if (!spec.emitUpdates) out += windowRow(keyRow, s, e, p)
+    }
+    partials.keys().filter(_ < keep).toList.foreach(partials.removeKey)
+    finalBefore.update(watermark)
+    next
+  }
+
+  /** A key with no partials left keeps no state: its next rows start from the watermark they meet. */
+  private def dropIfEmpty(): Unit =
+    if (!partials.keys().hasNext) {
+      finalBefore.clear()
+      scheduleTimer(None)
+    }
+
+  private def sortedPartials(from: Long): Iterator[Timed[InternalRow]] =
+    partials.iterator().filter(_._1 >= from).toArray.sortBy(_._1).iterator
+      .map { case (t, bytes) => Timed(t, aggregates.fromBytes(bytes)) }
+
+  private def scheduleTimer(nextEnd: Option[Long]): Unit = {
+    val wanted = nextEnd.map(expiryMs)
+    val current = if (timer.exists()) Some(timer.get()) else None
+    if (wanted != current) {
+      current.foreach(getHandle.deleteTimer)
+      wanted match {
+        case Some(ms) => getHandle.registerTimer(ms); timer.update(ms)
+        case None => timer.clear()
+      }
+    }
+  }
+
+  // A window ending at `end` is final once the watermark (in ms) is past it.
+  private def expiryMs(end: Long): Long = Math.floorDiv(end, spec.ticksPerMilli) + 1
+  private def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
+
+  private def watermarkTicks(timerValues: TimerValues): Long =
+    Math.multiplyExact(timerValues.getCurrentWatermarkInMs(), spec.ticksPerMilli)
+
+  private def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row = {
+    val keys = spec.keySchema.length
+    val n = spec.functions.length
+    val row = new GenericInternalRow(1 + keys + 2 + n + 2)
+    row.setInt(0, WindowKind)
+    var i = 0
+    while (i < keys) { row.update(1 + i, keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
+    row.setLong(1 + keys, start)
+    row.setLong(2 + keys, end)
+    val result = aggregates.result(buffer)
+    i = 0
+    while (i < n) { row.update(3 + keys + i, result.get(i, spec.functions(i).dataType)); i += 1 }
+    row.setNullAt(3 + keys + n)
+    row.setNullAt(4 + keys + n)
+    outputToRow(row)
+  }
+
+  private def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row = {
+    val keys = spec.keySchema.length
+    val n = spec.functions.length
+    val row = new GenericInternalRow(1 + keys + 2 + n + 2)
+    row.setInt(0, LateKind)
+    var i = 0
+    while (i < keys) { row.update(1 + i, keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
+    i = 1 + keys
+    while (i < 3 + keys + n) { row.setNullAt(i); i += 1 }
+    row.update(3 + keys + n, UTF8String.fromString(reason))
+    row.update(4 + keys + n, value.copy())
+    outputToRow(row)
+  }
+}

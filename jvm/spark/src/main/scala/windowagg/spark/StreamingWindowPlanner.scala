@@ -1,0 +1,105 @@
+package windowagg.spark
+
+import org.apache.spark.sql.{Encoders, Row, SparkSession}
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.functions.{col, count_if, lit}
+import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
+import org.apache.spark.sql.types.{Metadata, MetadataBuilder}
+import org.apache.spark.sql.windowagg.SparkInternals
+
+import windowagg.ResolvedWindows
+
+/**
+ * Plans a windowed aggregation over a streaming input through Spark's supported route for
+ * third-party stateful logic: `transformWithState` in event-time mode with [[SlidingWindowProcessor]],
+ * on the RocksDB state store. The result has the batch node's output (same expression ids), plus
+ * `late_reason` and `late_row` when late rows are emitted.
+ */
+object StreamingWindowPlanner {
+  val RocksDbProvider = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+  val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
+  /** The name of the observed metrics holding the late and null-time row counts. */
+  val MetricsName = "windowagg"
+
+  def plan(session: SparkSession, node: SlidingWindowAggregate, options: WindowOptions): LogicalPlan = {
+    val provider = session.conf.getOption(ProviderConf).getOrElse("")
+    if (!provider.contains("RocksDBStateStoreProvider")) {
+      throw WindowAggException(
+        s"streaming windows keep their state with transformWithState, which needs the RocksDB state store: " +
+          s"set $ProviderConf=$RocksDbProvider (windowagg.session() in Python does)")
+    }
+    if (!node.timeColumn.isTimestamp) {
+      throw WindowAggException(
+        s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
+          s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
+    }
+    val sliding = node.windows match {
+      case s: ResolvedWindows.Sliding => s
+    }
+    val time = node.time
+    val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
+    var input = SparkInternals.dataFrame(session, node.child)
+    if (!inputTime.metadata.contains(EventTimeWatermark.delayKey)) {
+      sliding.graceTicks match {
+        case Some(grace) => input = input.withWatermark(time.name, s"$grace microseconds")
+        case None =>
+          throw WindowAggException(
+            s"a streaming window needs a watermark on its time column '${time.name}': call " +
+              s"withWatermark('${time.name}', delay) on the input, or give the definition a grace period, " +
+              "e.g. SlidingWindows.of(size).grace(\"1 minute\")")
+      }
+    }
+
+    // Spark drops rows behind the watermark before a stateful processor sees them when the time
+    // column carries the watermark marker; without it they reach the processor, which routes them.
+    val marked = input.queryExecution.analyzed
+    val eventTime = AttributeReference(time.name, time.dataType, time.nullable, unmarked(time.metadata))()
+    val values = marked.output.map { a =>
+      if (a.exprId == time.exprId) Alias(a, a.name)(exprId = eventTime.exprId, explicitMetadata = Some(eventTime.metadata))
+      else a
+    }
+    val valueAttributes = values.map(_.toAttribute)
+    val rebind: Expression => Expression = _.transform {
+      case a: Attribute if a.exprId == time.exprId => eventTime
+    }
+    val spec = StreamingSlidingSpec(
+      sizeTicks = sliding.sizeTicks,
+      ticksPerMilli = 1000L,
+      keySchema = DataTypeUtils.fromAttributes(node.keys),
+      valueAttributes = valueAttributes,
+      timeOrdinal = valueAttributes.indexWhere(_.exprId == eventTime.exprId),
+      timeColumn = node.timeColumn,
+      functions = node.functions.map(f => rebind(f).asInstanceOf[org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction]),
+      filters = node.filters.map(rebind),
+      emitUpdates = options.emitUpdates)
+
+    val values_ = SparkInternals.dataFrame(session, Project(values, marked))
+    val grouped = values_.groupBy(node.keys.map(SparkInternals.column): _*)
+      .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.valueSchema))
+    val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()
+    val processed = grouped.transformWithState(new SlidingWindowProcessor(spec), TimeMode.EventTime(), outputMode)(
+      Encoders.row(spec.outputSchema))
+    val kind = col(StreamingSlidingSpec.Kind)
+    val reason = col(StreamingSlidingSpec.LateReason)
+    val observed = processed.observe(MetricsName,
+      count_if(kind === StreamingSlidingSpec.LateKind && reason === lit(StreamingSlidingSpec.ReasonLate)).as("late_rows"),
+      count_if(kind === StreamingSlidingSpec.LateKind && reason === lit(StreamingSlidingSpec.ReasonNullTime)).as("null_time_rows"))
+    val kept = if (options.emitLateRows) observed else observed.where(kind === StreamingSlidingSpec.WindowKind)
+
+    val plan = kept.queryExecution.analyzed
+    val out = plan.output
+    val keys = node.keys.length
+    val named = node.output.zipWithIndex.map { case (target, i) =>
+      Alias(out(1 + i), target.name)(exprId = target.exprId)
+    }
+    val late = if (options.emitLateRows) Seq(out(1 + keys + 2 + node.functions.length), out(2 + keys + 2 + node.functions.length)) else Nil
+    Project(named ++ late, plan)
+  }
+
+  private def unmarked(metadata: Metadata): Metadata =
+    new MetadataBuilder().withMetadata(metadata).remove(EventTimeWatermark.delayKey)
+      // a marker of our own keeps the alias from being optimized away as redundant
+      .putBoolean("windowagg.eventTime", true).build()
+}

@@ -1,0 +1,50 @@
+package windowagg.spark
+
+import java.util.Locale
+
+/**
+ * How a windowed aggregation reads its time column and, in streaming, what it emits:
+ *  - `timeUnit`: the unit of an integral time column ('milliseconds' when absent);
+ *  - `emit`: "final" (each window once, when final; append output mode) or "updates" (every
+ *    window a micro-batch changed, with its current value; update output mode);
+ *  - `lateRows`: "count" (late and null-time rows are counted in the query's observed metrics
+ *    "windowagg") or "emit" (they also come out as rows with `late_reason` and `late_row`).
+ */
+final case class WindowOptions(timeUnit: Option[String] = None, emit: String = "final", lateRows: String = "count") {
+  def emitUpdates: Boolean = emit == "updates"
+  def emitLateRows: Boolean = lateRows == "emit"
+  override def toString: String =
+    (timeUnit.map(u => s"timeUnit=$u").toSeq ++ Seq(s"emit=$emit", s"lateRows=$lateRows")).mkString(", ")
+}
+
+object WindowOptions {
+  val Keys = Seq("timeUnit", "emit", "lateRows")
+
+  /** Options from name/value pairs (names as in `Keys`, case-insensitive); errors name the bad one. */
+  def from(pairs: Iterable[(String, String)]): WindowOptions = pairs.foldLeft(WindowOptions()) {
+    case (o, (k, v)) =>
+      val value = Option(v).map(_.trim).getOrElse(throw WindowAggException(s"window option '$k' must not be null"))
+      k.trim.toLowerCase(Locale.ROOT) match {
+        case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
+        case "emit" =>
+          val e = value.toLowerCase(Locale.ROOT)
+          if (e != "final" && e != "updates") throw WindowAggException(s"emit must be 'final' or 'updates', got '$v'")
+          o.copy(emit = e)
+        case "laterows" | "late_rows" =>
+          val l = value.toLowerCase(Locale.ROOT)
+          if (l != "count" && l != "emit") throw WindowAggException(s"lateRows must be 'count' or 'emit', got '$v'")
+          o.copy(lateRows = l)
+        case other => throw WindowAggException(s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
+      }
+  }
+
+  /** SQL's last argument: a time unit ('seconds') or options ('emit=updates, lateRows=emit'). */
+  def parse(text: String): WindowOptions =
+    if (!text.contains("=")) WindowOptions(timeUnit = Some(text))
+    else from(text.split(",").toSeq.filter(_.trim.nonEmpty).map { pair =>
+      pair.split("=", 2) match {
+        case Array(k, v) => (k, v)
+        case _ => throw WindowAggException(s"cannot read window option '$pair'; write name=value")
+      }
+    })
+}

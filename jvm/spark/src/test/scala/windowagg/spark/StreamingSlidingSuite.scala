@@ -1,0 +1,116 @@
+package windowagg.spark
+
+import java.sql.Timestamp
+
+import scala.util.Random
+
+import org.apache.spark.sql.{AnalysisException, DataFrame, Row}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery}
+import org.scalatest.funsuite.AnyFunSuite
+
+import windowagg.SlidingWindows
+import windowagg.functions.window
+
+class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
+
+  private def ts(seconds: Long): Timestamp = new Timestamp(seconds * 1000)
+
+  // rows with equal times may come in any order, so the list is compared sorted
+  private def aggregates = Seq(sum("v").as("s"), count(lit(1)).as("n"), max("v").as("m"), array_sort(collect_list("v")).as("l"))
+
+  private def windowsOf(df: DataFrame, definition: SlidingWindows, options: Map[String, String] = Map.empty): DataFrame =
+    df.groupBy(col("k"), window(col("ts"), definition, options)).agg(aggregates.head, aggregates.tail: _*)
+      .select(col("k"), col("window.start").as("start"), col("window.end").as("end"), col("s"), col("n"), col("m"), col("l"))
+
+  private def rows(df: DataFrame): Seq[String] = df.collect().map(_.toString).toSeq.sorted
+
+  private def run(stream: DataFrame, mode: OutputMode, name: String)(feed: StreamingQuery => Unit): DataFrame = {
+    val query = stream.writeStream.format("memory").queryName(name).outputMode(mode).start()
+    try feed(query) finally query.stop()
+    spark.table(name)
+  }
+
+  test("final windows equal the batch result, whatever the micro-batch boundaries and order") {
+    import spark.implicits._
+    val rnd = new Random(42)
+    val events = (0 until 300).map(_ => (s"k${rnd.nextInt(4)}", ts(rnd.nextInt(600).toLong), rnd.nextInt(50).toLong))
+    val definition = SlidingWindows.of("30 seconds")
+    val expected = rows(windowsOf(events.toDF("k", "ts", "v"), definition))
+    for (split <- 1 to 3) {
+      val input = MemoryStream[(String, Timestamp, Long)](spark)
+      val stream = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "20 minutes")
+      val shuffled = new Random(split).shuffle(events)
+      val cuts = (Seq(0, shuffled.length) ++ Seq.fill(4)(new Random(split * 7).nextInt(shuffled.length))).distinct.sorted
+      val got = run(windowsOf(stream, definition).where(col("k") =!= "flush"), OutputMode.Append(), s"final_$split") { q =>
+        cuts.sliding(2).foreach { case Seq(a, b) =>
+          input.addData(shuffled.slice(a, b))
+          q.processAllAvailable()
+        }
+        // far-future rows move the watermark past every window of the real events
+        input.addData(Seq(("flush", ts(100000), 0L)))
+        q.processAllAvailable()
+        input.addData(Seq(("flush", ts(200000), 0L)))
+        q.processAllAvailable()
+      }
+      assert(rows(got) == expected, s"split $split")
+    }
+  }
+
+  test("late rows are routed to the side output with their columns and reason, and counted") {
+    import spark.implicits._
+    val input = MemoryStream[(String, Timestamp, Long)](spark)
+    val stream = input.toDF().toDF("k", "ts", "v")
+    val windows = stream.groupBy(col("k"), window(col("ts"), SlidingWindows.of("10 seconds").grace("5 seconds"), Map("lateRows" -> "emit")))
+      .agg(sum("v").as("s"))
+    val query = windows.writeStream.format("memory").queryName("late_rows").outputMode("append").start()
+    try {
+      input.addData(("a", ts(100), 1L), ("a", ts(105), 2L))
+      query.processAllAvailable()
+      input.addData(("a", ts(200), 3L)) // watermark -> 195 s
+      query.processAllAvailable()
+      input.addData(("a", ts(150), 4L), ("a", ts(190), 5L)) // 150 + 10 < 195: late; 190 + 10 >= 195: on time
+      query.processAllAvailable()
+      val late = spark.table("late_rows").where(col("late_reason").isNotNull).collect()
+      assert(late.length == 1)
+      assert(late.head.getAs[String]("late_reason") == "late")
+      assert(late.head.getAs[Row]("late_row").getAs[Long]("v") == 4L)
+      val metrics = query.recentProgress.flatMap(p => Option(p.observedMetrics.get("windowagg")))
+      assert(metrics.map(_.getAs[Long]("late_rows")).sum == 1L)
+    } finally query.stop()
+  }
+
+  test("update mode emits the current value of every window a micro-batch changed") {
+    import spark.implicits._
+    val input = MemoryStream[(String, Timestamp, Long)](spark)
+    val stream = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "1 hour")
+    val got = run(windowsOf(stream, SlidingWindows.of("10 seconds"), Map("emit" -> "updates")), OutputMode.Update(), "updates") { q =>
+      input.addData(("a", ts(10), 1L))
+      q.processAllAvailable()
+      input.addData(("a", ts(14), 2L), ("a", ts(15), 3L))
+      q.processAllAvailable()
+    }
+    val all = got.collect().map(r => (r.getAs[Timestamp]("start").getTime / 1000, r.getAs[Long]("s"))).toSeq
+    // batch 1: [0,10]=1; batch 2 changes [4,14]=3, [5,15]=6, [10+ε..] right windows, and not [0,10]
+    assert(all.count(_ == ((0L, 1L))) == 1)
+    assert(all.contains((4L, 3L)) && all.contains((5L, 6L)))
+  }
+
+  test("streaming needs a watermark or a grace, a TIMESTAMP time column and the RocksDB store") {
+    import spark.implicits._
+    val input = MemoryStream[(String, Timestamp, Long)](spark)
+    val stream = input.toDF().toDF("k", "ts", "v")
+    val e1 = intercept[AnalysisException](stream.groupBy(col("k"), window(col("ts"), SlidingWindows.of("10 seconds"))).count())
+    assert(e1.getMessage.contains("needs a watermark"))
+    val longs = stream.select(col("k"), unix_millis(col("ts")).as("t"))
+    val e2 = intercept[AnalysisException](longs.groupBy(col("k"), window(col("t"), SlidingWindows.of(10L))).count())
+    assert(e2.getMessage.contains("TIMESTAMP"))
+    spark.conf.set(StreamingWindowPlanner.ProviderConf, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    try {
+      val e3 = intercept[AnalysisException](
+        stream.groupBy(col("k"), window(col("ts"), SlidingWindows.of("10 seconds").grace("1 second"))).count())
+      assert(e3.getMessage.contains("RocksDB"))
+    } finally spark.conf.set(StreamingWindowPlanner.ProviderConf, StreamingWindowPlanner.RocksDbProvider)
+  }
+}
