@@ -37,11 +37,7 @@ final class SlidingWindows private (val size: TimeSpan, val gracePeriod: Option[
   }
 
   private def withGrace(g: TimeSpan): SlidingWindows = {
-    val negative = g match {
-      case TimeSpan.OfDuration(d) => d.isNegative
-      case TimeSpan.OfTicks(n) => n < 0
-    }
-    if (negative) throw WindowError(s"the grace period must not be negative, got $g")
+    if (TimeSpan.isNegative(g)) throw WindowError(s"the grace period must not be negative, got $g")
     new SlidingWindows(size, Some(g))
   }
 
@@ -69,16 +65,79 @@ object SlidingWindows {
   def of(size: Long): SlidingWindows = checked(TimeSpan.ticks(size))
 
   private def checked(size: TimeSpan): SlidingWindows = {
-    val positive = size match {
-      case TimeSpan.OfDuration(d) => !d.isNegative && !d.isZero
-      case TimeSpan.OfTicks(n) => n > 0
-    }
-    if (!positive) throw WindowError(s"sliding window size must be positive, got $size")
+    if (!TimeSpan.isPositive(size)) throw WindowError(s"sliding window size must be positive, got $size")
     new SlidingWindows(size, None)
   }
 }
 
+/**
+ * Kafka Streams' session windows (KIP-94): records of a key at most `gap` apart (inclusive),
+ * transitively, form one session `[first record time, last record time]`. The gap is fixed, or
+ * read per record from a column (as Spark's dynamic `session_window`): a record at t with gap g
+ * keeps the session open until t + g.
+ */
+final class SessionWindows private (val gap: Option[TimeSpan], val gapColumn: Option[String], val gracePeriod: Option[TimeSpan])
+  extends WindowDefinition {
+
+  /** How long after a session's last record plus gap records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  def grace(afterWindowEnd: String): SessionWindows = withGrace(TimeSpan.parse(afterWindowEnd))
+  def grace(afterWindowEnd: Duration): SessionWindows = {
+    if (afterWindowEnd == null) throw WindowError("the grace period must not be null")
+    withGrace(TimeSpan(afterWindowEnd))
+  }
+
+  private def withGrace(g: TimeSpan): SessionWindows = {
+    if (TimeSpan.isNegative(g)) throw WindowError(s"the grace period must not be negative, got $g")
+    new SessionWindows(gap, gapColumn, Some(g))
+  }
+
+  override def resolve(unit: TimeUnit): ResolvedWindows.Session = {
+    val ticks = gap.map { g =>
+      val t = g.toTicks(unit, "session inactivity gap")
+      if (t <= 0) throw WindowError(s"session inactivity gap must be positive, got $g")
+      t
+    }
+    ResolvedWindows.Session(ticks, gracePeriod.map(_.toTicks(unit, "grace period")))
+  }
+  override def toString: String =
+    gap.map(g => s"SessionWindows.withInactivityGap($g)").getOrElse(s"SessionWindows.withDynamicGap(${gapColumn.get})") +
+      gracePeriod.map(g => s".grace($g)").getOrElse("")
+  override def equals(other: Any): Boolean = other match {
+    case o: SessionWindows => o.gap == gap && o.gapColumn == gapColumn && o.gracePeriod == gracePeriod
+    case _ => false
+  }
+  override def hashCode: Int = (gap, gapColumn, gracePeriod).hashCode
+}
+
+object SessionWindows {
+  /** Sessions closed by a fixed inactivity gap like "5 minutes". */
+  def withInactivityGap(gap: String): SessionWindows = checked(TimeSpan.parse(gap))
+  def withInactivityGap(gap: Duration): SessionWindows = {
+    if (gap == null) throw WindowError("session inactivity gap must not be null")
+    checked(TimeSpan(gap))
+  }
+  /** A gap in ticks of an integral time column's own unit. */
+  def withInactivityGap(gap: Long): SessionWindows = checked(TimeSpan.ticks(gap))
+
+  /**
+   * Sessions whose gap is read per record from `gapColumn` (a day-time INTERVAL, or ticks for an
+   * integral time column). Records whose gap is null or not positive are not windowed, and counted.
+   */
+  def withDynamicGap(gapColumn: String): SessionWindows = {
+    if (gapColumn == null || gapColumn.trim.isEmpty) throw WindowError("the gap column name must not be empty")
+    new SessionWindows(None, Some(gapColumn), None)
+  }
+
+  private def checked(gap: TimeSpan): SessionWindows = {
+    if (!TimeSpan.isPositive(gap)) throw WindowError(s"session inactivity gap must be positive, got $gap")
+    new SessionWindows(Some(gap), None, None)
+  }
+}
+
 object ResolvedWindows {
+  /** Session windows with a fixed gap in ticks, or a per-record gap when `gapTicks` is empty. */
+  final case class Session(gapTicks: Option[Long], graceTicks: Option[Long] = None) extends ResolvedWindows
+
   /** Sliding windows of `sizeTicks`, with the grace period in ticks when one was given. */
   final case class Sliding(sizeTicks: Long, graceTicks: Option[Long] = None) extends ResolvedWindows
 }

@@ -7,7 +7,7 @@ import org.apache.spark.sql.functions.col
 
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.spark.{SlidingWindowAggregateExec, WindowGroupingExpression, WindowOptions}
+import windowagg.spark.{WindowAggregateExec, WindowGroupingExpression, WindowOptions}
 
 /**
  * The Scala (and py4j) API. Use a window as a grouping key, like Spark's own `window()`:
@@ -19,7 +19,11 @@ import windowagg.spark.{SlidingWindowAggregateExec, WindowGroupingExpression, Wi
  * the extension `windowagg.spark.WindowAggExtensions`.
  */
 object functions {
-  /** The windows of `definition` over the time column, as a grouping key named `window`. */
+  /**
+   * The windows of `definition` (e.g. `SlidingWindows.of("10 minutes")`,
+   * `SessionWindows.withInactivityGap("5 minutes")`) over the time column, as a grouping key named
+   * `window`.
+   */
   def window(timeColumn: Column, definition: WindowDefinition): Column =
     windowColumn(timeColumn, definition, WindowOptions())
 
@@ -50,17 +54,21 @@ object functions {
    * inputRows, nullTimeRows (rows with a null time, which are not windowed) and windows.
    */
   def metrics(df: Dataset[_]): java.util.Map[String, java.lang.Long] =
-    SlidingWindowAggregateExec.metricNames.map { name =>
+    WindowAggregateExec.metricNames.map { name =>
       val operators = SparkInternals.collectOperators(SparkInternals.executedPlan(df)) {
-        case e: SlidingWindowAggregateExec => e
+        case e: WindowAggregateExec => e
       }
       name -> java.lang.Long.valueOf(operators.map(_.metrics(name).value).sum)
     }.toMap.asJava
 
   private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions): Column = {
     if (definition == null) throw new IllegalArgumentException("the window definition must not be null")
+    val gap = definition match {
+      case s: SessionWindows => s.gapColumn.map(name => SparkInternals.expression(col(name)))
+      case _ => None
+    }
     SparkInternals.column(
-      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options),
+      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, gap),
       WindowGroupingExpression.ColumnName)
   }
 }

@@ -19,7 +19,8 @@ import scala.collection.mutable
  * @param input the key's partials, one per distinct time, times strictly increasing; each
  *              partial's buffer is handed over to the sweep
  */
-final class SlidingWindowSweep[P](size: Long, input: Iterator[Timed[P]], agg: PartialAggregation[P]) {
+final class SlidingWindowSweep[P](size: Long, input: Iterator[Timed[P]], agg: PartialAggregation[P])
+    extends WindowCursor[P] {
   require(size > 0, s"sliding window size must be positive, got $size")
 
   private val window = new FifoAggregator[P](agg)

@@ -20,7 +20,8 @@ object TimeSpan {
       // exact in BigInteger: a Duration's nanoseconds overflow a long beyond about 292 years
       val nanos = java.math.BigInteger.valueOf(duration.getSeconds).multiply(java.math.BigInteger.valueOf(1000000000L))
         .add(java.math.BigInteger.valueOf(duration.getNano.toLong))
-      val Array(ticks, rest) = nanos.divideAndRemainder(java.math.BigInteger.valueOf(unit.toNanos(1)))
+      val division = nanos.divideAndRemainder(java.math.BigInteger.valueOf(unit.toNanos(1)))
+      val (ticks, rest) = (division(0), division(1))
       if (rest.signum != 0) {
         throw WindowError(
           s"$what $this is not a whole number of ${unit.name.toLowerCase(Locale.ROOT)}, " +
@@ -38,6 +39,16 @@ object TimeSpan {
   }
 
   def apply(duration: Duration): TimeSpan = OfDuration(duration)
+
+  def isPositive(span: TimeSpan): Boolean = span match {
+    case OfDuration(d) => !d.isNegative && !d.isZero
+    case OfTicks(n) => n > 0
+  }
+
+  def isNegative(span: TimeSpan): Boolean = span match {
+    case OfDuration(d) => d.isNegative
+    case OfTicks(n) => n < 0
+  }
   def ticks(n: Long): TimeSpan = OfTicks(n)
 
   private val unitNanos: Seq[(Set[String], Long)] = Seq(
@@ -56,7 +67,7 @@ object TimeSpan {
    * Parses "10 minutes", "1 hour 30 minutes", "1.5 s", "250ms", optionally prefixed by "interval".
    * Months and years are not fixed lengths of time and are rejected here.
    */
-  def parse(text: String): TimeSpan = {
+  def parse(text: String): TimeSpan.OfDuration = {
     if (text == null) throw WindowError("a window size must not be null")
     val trimmed = text.trim.replaceFirst("(?i)^interval\\s+", "")
     if (trimmed.isEmpty) throw WindowError(s"cannot parse '$text' as a length of time")
@@ -83,6 +94,9 @@ object TimeSpan {
       catch { case _: ArithmeticException => throw WindowError(s"'$text' is not a whole number of nanoseconds or is too large") }
     OfDuration(Duration.ofNanos(nanos))
   }
+
+  /** As `parse`, for callers that need the duration itself. */
+  def parseDuration(text: String): Duration = parse(text).duration
 
   private def format(d: Duration): String = {
     val nanos = try d.toNanos catch { case _: ArithmeticException => return s"${d.toDays} days" }

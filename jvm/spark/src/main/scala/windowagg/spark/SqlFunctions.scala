@@ -12,8 +12,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, OneR
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
-import windowagg.{SlidingWindows, WindowDefinition}
-import windowagg.core.WindowError
+import windowagg.{SessionWindows, SlidingWindows, WindowDefinition}
+import windowagg.core.{TimeSpan, WindowError}
 
 /** The SQL surface: `sliding_window(...)` for GROUP BY and the `sliding_window_agg` table function. */
 object SqlFunctions {
@@ -35,23 +35,34 @@ object SqlFunctions {
    * the aggregation as a table, with columns keys, window_start, window_end, then the aggregates.
    * It is built as the same grouped aggregation the DataFrame API builds.
    */
-  def slidingWindowAgg(args: Seq[Expression]): LogicalPlan = {
-    val usage = "sliding_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), size, 'sum(x) AS total, ...' [, time_unit])"
+  def slidingWindowAgg(args: Seq[Expression]): LogicalPlan =
+    windowAgg("sliding_window_agg", "size", args, slidingWindows(_, "sliding_window_agg"))
+
+  /**
+   * `session_window_agg(TABLE(t) PARTITION BY keys ORDER BY (ts), gap, 'agg AS name, ...' [, options])`:
+   * KIP-94 sessions as a table, with columns keys, window_start (first record), window_end (last record),
+   * then the aggregates.
+   */
+  def sessionWindowAgg(args: Seq[Expression]): LogicalPlan =
+    windowAgg("session_window_agg", "gap", args, sessionWindows)
+
+  private def windowAgg(function: String, sizeName: String, args: Seq[Expression], definition: Expression => WindowDefinition): LogicalPlan = {
+    val usage = s"$function(TABLE(t) PARTITION BY key ORDER BY (time), $sizeName, 'sum(x) AS total, ...' [, time_unit or options])"
     if (args.length < 3 || args.length > 4) {
-      throw WindowAggException(s"sliding_window_agg takes 3 or 4 arguments, got ${args.length}: $usage")
+      throw WindowAggException(s"$function takes 3 or 4 arguments, got ${args.length}: $usage")
     }
     val table = args.head match {
       case t: FunctionTableSubqueryArgumentExpression => t
-      case other => throw WindowAggException(s"the first argument of sliding_window_agg must be a TABLE(...) argument, got ${other.sql}: $usage")
+      case other => throw WindowAggException(s"the first argument of $function must be a TABLE(...) argument, got ${other.sql}: $usage")
     }
     val time = table.orderByExpressions match {
       case Seq(SortOrder(child, Ascending, _, _)) => child
       case Seq(SortOrder(_, Descending, _, _)) =>
-        throw WindowAggException("sliding_window_agg orders rows by time ascending; remove DESC from ORDER BY")
-      case Seq() => throw WindowAggException(s"sliding_window_agg needs the time column in ORDER BY: $usage")
-      case more => throw WindowAggException(s"sliding_window_agg needs exactly one time column in ORDER BY, got ${more.length}")
+        throw WindowAggException(s"$function orders rows by time ascending; remove DESC from ORDER BY")
+      case Seq() => throw WindowAggException(s"$function needs the time column in ORDER BY: $usage")
+      case more => throw WindowAggException(s"$function needs exactly one time column in ORDER BY, got ${more.length}")
     }
-    val window = WindowGroupingExpression(time, slidingWindows(args(1), "sliding_window_agg"), options(args.lift(3)))
+    val window = WindowGroupingExpression(time, definition(args(1)), options(args.lift(3)))
     val aggregates = parseAggregates(string(args(2), "aggregates"))
     val keys = table.partitionByExpressions
     val keyColumns: Seq[NamedExpression] = keys.map {
@@ -79,25 +90,37 @@ object SqlFunctions {
     }
   }
 
-  private def slidingWindows(size: Expression, function: String): WindowDefinition = {
-    if (!size.foldable) throw WindowAggException(s"the window size of $function must be a constant, got ${size.sql}")
-    val value = size.eval()
-    try {
-      (value, size.dataType) match {
-        case (null, _) => throw WindowAggException(s"the window size of $function must not be null")
-        case (micros: java.lang.Long, _: DayTimeIntervalType) => SlidingWindows.of(Duration.of(micros, ChronoUnit.MICROS))
-        case (i: CalendarInterval, CalendarIntervalType) =>
-          if (i.months != 0) throw WindowAggException(s"the window size of $function is ${size.sql}: months have no fixed length")
-          SlidingWindows.of(Duration.of(i.days * 86400000000L + i.microseconds, ChronoUnit.MICROS))
-        case (s: UTF8String, _: StringType) => SlidingWindows.of(s.toString)
-        case (n: Number, ByteType | ShortType | IntegerType | LongType) => SlidingWindows.of(n.longValue)
-        case (_, YearMonthIntervalType(_, _)) =>
-          throw WindowAggException(s"the window size of $function is ${size.sql}: months and years have no fixed length")
-        case (_, other) =>
-          throw WindowAggException(s"the window size of $function must be an INTERVAL, a string like '10 minutes' or an integer number of ticks, got ${other.sql}")
-      }
-    } catch {
-      case e: WindowError => throw WindowAggException(s"$function: ${e.message}", e)
+  private def slidingWindows(size: Expression, function: String): WindowDefinition =
+    span(size, function, "window size") match {
+      case scala.util.Left(d) => attempt(function)(SlidingWindows.of(d))
+      case scala.util.Right(ticks) => attempt(function)(SlidingWindows.of(ticks))
+    }
+
+  private def sessionWindows(gap: Expression): WindowDefinition =
+    span(gap, "session_window_agg", "inactivity gap") match {
+      case scala.util.Left(d) => attempt("session_window_agg")(SessionWindows.withInactivityGap(d))
+      case scala.util.Right(ticks) => attempt("session_window_agg")(SessionWindows.withInactivityGap(ticks))
+    }
+
+  private def attempt[T](function: String)(build: => T): T =
+    try build
+    catch { case e: WindowError => throw WindowAggException(s"$function: ${e.message}", e) }
+
+  /** A constant length of time: a duration (Left), or a number of ticks (Right). */
+  private def span(e: Expression, function: String, what: String): Either[Duration, Long] = {
+    if (!e.foldable) throw WindowAggException(s"the $what of $function must be a constant, got ${e.sql}")
+    (e.eval(), e.dataType) match {
+      case (null, _) => throw WindowAggException(s"the $what of $function must not be null")
+      case (micros: java.lang.Long, _: DayTimeIntervalType) => scala.util.Left(Duration.of(micros, ChronoUnit.MICROS))
+      case (i: CalendarInterval, CalendarIntervalType) =>
+        if (i.months != 0) throw WindowAggException(s"the $what of $function is ${e.sql}: months have no fixed length")
+        scala.util.Left(Duration.of(i.days * 86400000000L + i.microseconds, ChronoUnit.MICROS))
+      case (s: UTF8String, _: StringType) => scala.util.Left(attempt(function)(TimeSpan.parseDuration(s.toString)))
+      case (n: Number, ByteType | ShortType | IntegerType | LongType) => scala.util.Right(n.longValue)
+      case (_, YearMonthIntervalType(_, _)) =>
+        throw WindowAggException(s"the $what of $function is ${e.sql}: months and years have no fixed length")
+      case (_, other) =>
+        throw WindowAggException(s"the $what of $function must be an INTERVAL, a string like '10 minutes' or an integer number of ticks, got ${other.sql}")
     }
   }
 

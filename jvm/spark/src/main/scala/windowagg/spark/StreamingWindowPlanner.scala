@@ -23,7 +23,7 @@ object StreamingWindowPlanner {
   /** The name of the observed metrics holding the late and null-time row counts. */
   val MetricsName = "windowagg"
 
-  def plan(session: SparkSession, node: SlidingWindowAggregate, options: WindowOptions): LogicalPlan = {
+  def plan(session: SparkSession, node: WindowAggregate, options: WindowOptions): LogicalPlan = {
     val provider = session.conf.getOption(ProviderConf).getOrElse("")
     if (!provider.contains("RocksDBStateStoreProvider")) {
       throw WindowAggException(
@@ -37,6 +37,8 @@ object StreamingWindowPlanner {
     }
     val sliding = node.windows match {
       case s: ResolvedWindows.Sliding => s
+      case _: ResolvedWindows.Session =>
+        throw WindowAggException("session windows over a streaming DataFrame are not supported yet; use them on batch DataFrames")
     }
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)

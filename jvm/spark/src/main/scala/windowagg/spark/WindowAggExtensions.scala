@@ -23,6 +23,11 @@ class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
       info("sliding_window_agg", "sliding_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), size, " +
         "'agg AS name, ...' [, time_unit]) - KIP-450 sliding-window aggregates as a table"),
       SqlFunctions.slidingWindowAgg _))
+    extensions.injectTableFunction((
+      FunctionIdentifier("session_window_agg"),
+      info("session_window_agg", "session_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), gap, " +
+        "'agg AS name, ...' [, time_unit or options]) - KIP-94 session windows [first, last] as a table"),
+      SqlFunctions.sessionWindowAgg _))
   }
 
   private def info(name: String, usage: String): ExpressionInfo =

@@ -3,12 +3,12 @@ package windowagg.spark
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 
-/** Plans [[SlidingWindowAggregate]] as [[SlidingWindowAggregateExec]]. */
+/** Plans [[WindowAggregate]] as [[WindowAggregateExec]]. */
 object WindowAggStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case a: SlidingWindowAggregate =>
-      SlidingWindowAggregateExec(
-        a.keys, a.time, a.timeColumn, a.windows, a.functions, a.filters,
+    case a: WindowAggregate =>
+      WindowAggregateExec(
+        a.keys, a.time, a.gap, a.timeColumn, a.windows, a.functions, a.filters,
         a.windowStart, a.windowEnd, a.aggregateOutput, planLater(a.child)) :: Nil
     case _ => Nil
   }

@@ -48,7 +48,7 @@ object PlaceWindowColumn extends Rule[LogicalPlan] {
 
 /**
  * Post-hoc resolution (once, after all names are resolved): the Aggregate over a placed window
- * column becomes a [[SlidingWindowAggregate]] under a Project that rebuilds the Aggregate's output
+ * column becomes a [[WindowAggregate]] under a Project that rebuilds the Aggregate's output
  * (same names and expression ids) from the keys, the window bounds and the aggregate values.
  * Anything that cannot be computed this way is rejected here with a message naming it.
  */
@@ -97,15 +97,17 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         case _ => pulled.next().toAttribute
       }
     }
-    val (timeAttribute, timeAlias) = window.timeColumn match {
+    def pulledOut(e: Expression, name: String): (Attribute, Option[Alias]) = e match {
       case attr: Attribute => (attr, None)
-      case e =>
-        val alias = Alias(e, "_window_time")()
+      case other =>
+        val alias = Alias(other, name)()
         (alias.toAttribute, Some(alias))
     }
+    val (timeAttribute, timeAlias) = pulledOut(window.timeColumn, "_window_time")
+    val gap = window.gap.map(pulledOut(_, "_window_gap"))
     val input =
-      if (pulledKeys.isEmpty && timeAlias.isEmpty) child
-      else Project(child.output ++ pulledKeys ++ timeAlias, child)
+      if (pulledKeys.isEmpty && timeAlias.isEmpty && gap.forall(_._2.isEmpty)) child
+      else Project(child.output ++ pulledKeys ++ timeAlias ++ gap.flatMap(_._2), child)
 
     val aggregates = a.aggregateExpressions.flatMap(_.collect { case ae: AggregateExpression => ae })
       .foldLeft(Seq.empty[AggregateExpression]) { (seen, ae) =>
@@ -120,8 +122,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
-    val node = SlidingWindowAggregate(
-      keyAttributes, timeAttribute, timeColumn, windows,
+    val node = WindowAggregate(
+      keyAttributes, timeAttribute, gap.map(_._1), timeColumn, windows,
       aggregates.map(_.aggregateFunction), aggregates.map(_.filter.getOrElse(Literal.TrueLiteral)),
       windowStart, windowEnd, aggregateOutput, input)
 

@@ -3,25 +3,30 @@ package windowagg.spark
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
 
-import windowagg.{ResolvedWindows, WindowDefinition}
-import windowagg.core.WindowError
+import windowagg.{ResolvedWindows, SessionWindows, SlidingWindows, WindowDefinition}
+import windowagg.core.{TimeSpan, WindowError}
 
 /**
  * The grouping key `window(ts, definition)`: which windows a row of a windowed aggregation
- * belongs to. It has no per-row value (a sliding window depends on the other rows), so it is
- * never evaluated: the analyzer rules turn the aggregation that groups by it into a
- * [[SlidingWindowAggregate]]. Its type is the `window` column's: struct<start, end>.
+ * belongs to. It has no per-row value (a window depends on the other rows), so it is never
+ * evaluated: the analyzer rules turn the aggregation that groups by it into a [[WindowAggregate]].
+ * Its type is the `window` column's: struct<start, end>. `gap` is the per-row gap of sessions with
+ * a dynamic gap.
  */
 case class WindowGroupingExpression(
     timeColumn: Expression,
     definition: WindowDefinition,
-    options: WindowOptions)
-  extends UnaryExpression with Unevaluable with NonSQLExpression {
+    options: WindowOptions,
+    gap: Option[Expression] = None)
+  extends Expression with Unevaluable with NonSQLExpression {
 
-  override def child: Expression = timeColumn
+  override def children: Seq[Expression] = timeColumn +: gap.toSeq
   override def nullable: Boolean = false
-  override def prettyName: String = "sliding_window"
-  override def toString: String = s"sliding_window($timeColumn, $definition, $options)"
+  override def prettyName: String = definition match {
+    case _: SessionWindows => "session_windows"
+    case _ => "sliding_window"
+  }
+  override def toString: String = s"$prettyName($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")})"
 
   /** Checks the time column and the definition; errors name the problem. */
   def validated: (TimeColumn, ResolvedWindows) = {
@@ -29,12 +34,27 @@ case class WindowGroupingExpression(
     val windows =
       try definition.resolve(time.unit)
       catch { case e: WindowError => throw WindowAggException(s"${e.message} (time column '${timeColumn.sql}')", e) }
-    if (time.isTimestamp) definition match {
-      case s: windowagg.SlidingWindows if s.size.isInstanceOf[windowagg.core.TimeSpan.OfTicks] =>
+    val inTicks = definition match {
+      case s: SlidingWindows => s.size.isInstanceOf[TimeSpan.OfTicks]
+      case s: SessionWindows => s.gap.exists(_.isInstanceOf[TimeSpan.OfTicks])
+      case _ => false
+    }
+    if (time.isTimestamp && inTicks) {
+      throw WindowAggException(
+        s"time column '${timeColumn.sql}' is ${timeColumn.dataType.sql}: give the window size or gap as a duration " +
+          "such as '10 minutes', not a number of ticks")
+    }
+    gap.foreach { g =>
+      val ok = g.dataType match {
+        case _: DayTimeIntervalType | CalendarIntervalType => time.isTimestamp
+        case ByteType | ShortType | IntegerType | LongType => !time.isTimestamp
+        case _ => false
+      }
+      if (!ok) {
         throw WindowAggException(
-          s"time column '${timeColumn.sql}' is ${timeColumn.dataType.sql}: give the window size as a duration " +
-            "such as '10 minutes', not a number of ticks")
-      case _ =>
+          s"the gap column '${g.sql}' has type ${g.dataType.sql}; with a ${timeColumn.dataType.sql} time column it must be " +
+            (if (time.isTimestamp) "a day-time INTERVAL" else "an integral number of ticks"))
+      }
     }
     (time, windows)
   }
@@ -47,8 +67,8 @@ case class WindowGroupingExpression(
     WindowGroupingExpression.structType(windowType)
   }
 
-  override protected def withNewChildInternal(newChild: Expression): WindowGroupingExpression =
-    copy(timeColumn = newChild)
+  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): WindowGroupingExpression =
+    copy(timeColumn = newChildren.head, gap = newChildren.drop(1).headOption)
 }
 
 object WindowGroupingExpression {

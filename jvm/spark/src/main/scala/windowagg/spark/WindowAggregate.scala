@@ -7,17 +7,19 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SupportsNonDete
 import windowagg.ResolvedWindows
 
 /**
- * Sliding-window aggregation of `child`: per key, every KIP-450 window over `time`, with the
- * aggregate functions computed over the rows of each window. Output: the keys, `windowStart`,
- * `windowEnd`, then one column per aggregate function.
+ * Windowed aggregation of `child`: per key, every window of `windows` (KIP-450 sliding windows or
+ * KIP-94 sessions) over `time`, with the aggregate functions computed over the rows of each
+ * window. Output: the keys, `windowStart`, `windowEnd`, then one column per aggregate function.
+ * `gap` is the per-row gap column of sessions with a dynamic gap.
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
  * Aggregate), each with its FILTER predicate (`true` when it has none; a plain expression, so that
  * plan rules such as column pruning see what it references).
  */
-case class SlidingWindowAggregate(
+case class WindowAggregate(
     keys: Seq[Attribute],
     time: Attribute,
+    gap: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     aggregateFunctions: Seq[Expression],
@@ -39,6 +41,6 @@ case class SlidingWindowAggregate(
     case other => throw new IllegalStateException(s"not an aggregate function: $other")
   }
 
-  override protected def withNewChildInternal(newChild: LogicalPlan): SlidingWindowAggregate =
+  override protected def withNewChildInternal(newChild: LogicalPlan): WindowAggregate =
     copy(child = newChild)
 }

@@ -1,0 +1,271 @@
+package windowagg.spark
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
+import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, ClusteredDistribution, Distribution, Partitioning}
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
+
+import windowagg.ResolvedWindows
+import windowagg.core.{Reaching, SessionSweep, SlidingWindowSweep, Timed, WindowCursor}
+
+/**
+ * Physical windowed aggregation: the child is clustered by the keys and sorted by (keys, time),
+ * so each partition is streamed once; per key, a core sweep (sliding windows or sessions)
+ * produces every window from per-time partial aggregates. Memory per task is bounded by one
+ * window's distinct times (one partial for sessions), not by the rows of a key.
+ */
+case class WindowAggregateExec(
+    keys: Seq[Attribute],
+    time: Attribute,
+    gap: Option[Attribute],
+    timeColumn: TimeColumn,
+    windows: ResolvedWindows,
+    functions: Seq[AggregateFunction],
+    filters: Seq[Expression],
+    windowStart: Attribute,
+    windowEnd: Attribute,
+    aggregateOutput: Seq[Attribute],
+    child: SparkPlan)
+  extends UnaryExecNode {
+
+  override def output: Seq[Attribute] = keys ++ Seq(windowStart, windowEnd) ++ aggregateOutput
+
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd) ++ aggregateOutput)
+
+  // Keys pass through unchanged, so the child's clustering by them still holds.
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override def requiredChildDistribution: Seq[Distribution] =
+    if (keys.isEmpty) AllTuples :: Nil else ClusteredDistribution(keys) :: Nil
+
+  override def requiredChildOrdering: Seq[Seq[SortOrder]] =
+    Seq(keys.map(SortOrder(_, Ascending)) :+ SortOrder(time, Ascending))
+
+  override lazy val metrics: Map[String, SQLMetric] = Map( // names: WindowAggregateExec.metricNames
+    "inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows"),
+    "nullTimeRows" -> SQLMetrics.createMetric(sparkContext, "rows with a null time (not windowed)"),
+    "invalidGapRows" -> SQLMetrics.createMetric(sparkContext, "rows with a null or non-positive session gap (not windowed)"),
+    "windows" -> SQLMetrics.createMetric(sparkContext, "number of output windows"))
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val counters = RowCounters(longMetric("inputRows"), longMetric("nullTimeRows"), longMetric("invalidGapRows"))
+    val windowCount = longMetric("windows")
+    val childOutput = child.output
+    val timeOrdinal = childOutput.indexWhere(_.exprId == time.exprId)
+    val gapOrdinal = gap.map(g => childOutput.indexWhere(_.exprId == g.exprId))
+    val gapType = gap.map(_.dataType)
+    val (keys_, functions_, filters_, timeColumn_, windows_, output_) = (keys, functions, filters, timeColumn, windows, output)
+    assert(timeOrdinal >= 0 && gapOrdinal.forall(_ >= 0))
+
+    child.execute().mapPartitionsWithIndex { (partition, rows) =>
+      val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition)
+      val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
+      val reach = WindowAggregateExec.reachOf(windows_, gapOrdinal, gapType)
+      val groups = new TimeGroups(rows, keyProjection, timeOrdinal, timeColumn_.reader(timeOrdinal), reach, aggregates, counters)
+      val cursorOf: Iterator[Reaching[InternalRow]] => WindowCursor[InternalRow] = windows_ match {
+        case s: ResolvedWindows.Sliding =>
+          partials => new SlidingWindowSweep[InternalRow](s.sizeTicks, partials.map(p => Timed(p.time, p.partial)), aggregates)
+        case _: ResolvedWindows.Session =>
+          partials => new SessionSweep[InternalRow](partials, aggregates)
+      }
+      val outputProjection = UnsafeProjection.create(output_.map(_.dataType).toArray)
+      val outputRow = new SpecificInternalRow(output_.map(_.dataType))
+      val keyTypes = keys_.map(_.dataType).toArray
+      val resultStart = keyTypes.length + 2
+      val resultTypes = functions_.map(_.dataType).toArray
+
+      new Iterator[InternalRow] {
+        private var cursor: WindowCursor[InternalRow] = _
+        private var ready = false
+
+        override def hasNext: Boolean = {
+          while (!ready) {
+            if (cursor != null && cursor.advance()) ready = true
+            else if (groups.startNextKey()) {
+              cursor = cursorOf(groups.partialsOfKey)
+              var i = 0
+              while (i < keyTypes.length) {
+                outputRow.update(i, groups.key.get(i, keyTypes(i)))
+                i += 1
+              }
+            } else {
+              groups.finish()
+              return false
+            }
+          }
+          true
+        }
+
+        override def next(): InternalRow = {
+          if (!hasNext) throw new NoSuchElementException
+          ready = false
+          // window bounds are longs internally for TIMESTAMP, TIMESTAMP_NTZ and BIGINT alike
+          outputRow.setLong(keyTypes.length, cursor.start)
+          outputRow.setLong(keyTypes.length + 1, cursor.end)
+          val result = aggregates.result(cursor.aggregate)
+          var i = 0
+          while (i < resultTypes.length) {
+            outputRow.update(resultStart + i, result.get(i, resultTypes(i)))
+            i += 1
+          }
+          windowCount += 1
+          outputProjection(outputRow)
+        }
+      }
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): WindowAggregateExec =
+    copy(child = newChild)
+}
+
+object WindowAggregateExec {
+  val metricNames: Seq[String] = Seq("inputRows", "nullTimeRows", "invalidGapRows", "windows")
+
+  /**
+   * How far a row keeps its window open (sessions: t + gap; unused by sliding windows), or None
+   * when the row's own gap is null or not positive.
+   */
+  def reachOf(windows: ResolvedWindows, gapOrdinal: Option[Int], gapType: Option[DataType]): (InternalRow, Long) => Option[Long] =
+    (windows, gapOrdinal) match {
+      case (ResolvedWindows.Session(Some(gap), _), _) => (_, t) => Some(saturatingAdd(t, gap))
+      case (ResolvedWindows.Session(None, _), Some(ordinal)) =>
+        val readGap: InternalRow => Long = gapType match {
+          case Some(_: DayTimeIntervalType) => _.getLong(ordinal) // microseconds, the ticks of a timestamp
+          case Some(CalendarIntervalType) => row => {
+            val i = row.getInterval(ordinal) // months have no fixed length: such a gap counts as invalid
+            if (i.months != 0) -1L else i.days * 86400000000L + i.microseconds
+          }
+          case Some(other) => TimeColumn(other, java.util.concurrent.TimeUnit.MILLISECONDS).reader(ordinal)
+          case None => throw new IllegalStateException("no gap type")
+        }
+        (row, t) =>
+          if (row.isNullAt(ordinal)) None
+          else {
+            val g = readGap(row)
+            if (g <= 0) None else Some(saturatingAdd(t, g))
+          }
+      case _ => (_, t) => Some(t)
+    }
+
+  private def saturatingAdd(a: Long, b: Long): Long = {
+    val r = a + b
+    if (((a ^ r) & (b ^ r)) < 0) Long.MaxValue else r
+  }
+}
+
+/** The operator's row counters: every input row, and those not windowed and why. */
+private final case class RowCounters(input: SQLMetric, nullTime: SQLMetric, invalidGap: SQLMetric)
+
+/**
+ * Turns a partition's rows, sorted by (key, time), into per-key runs of per-time partial
+ * aggregates with their reach. Each row is folded into its partial as soon as it is read, so no
+ * row is copied or held; rows with a null time, or a null or non-positive session gap, are
+ * counted and skipped.
+ */
+private final class TimeGroups(
+    rows: Iterator[InternalRow],
+    keyProjection: UnsafeProjection,
+    timeOrdinal: Int,
+    readTime: InternalRow => Long,
+    reachOf: (InternalRow, Long) => Option[Long],
+    aggregates: SparkAggregates,
+    counters: RowCounters) extends Logging {
+
+  // The partial being built, and the one completed before it (read ahead by one group).
+  private var buildingKey: UnsafeRow = _
+  private var buildingTime = 0L
+  private var buildingReach = 0L
+  private var buildingBuffer: InternalRow = _
+  private var completed: Reaching[InternalRow] = _
+  private var completedKey: UnsafeRow = _
+  private var currentKey: UnsafeRow = _
+  private var skippedNullTime = 0L
+  private var skippedGap = 0L
+
+  /** The key whose partials `partialsOfKey` yields. */
+  def key: UnsafeRow = currentKey
+
+  /** Moves to the next key with at least one row; false at the end of the partition. */
+  def startNextKey(): Boolean = {
+    // Drain what is left of the current key (a sweep stops early only on errors).
+    while (fill() && (completedKey eq currentKey)) completed = null
+    if (completed == null) false
+    else {
+      currentKey = completedKey
+      true
+    }
+  }
+
+  val partialsOfKey: Iterator[Reaching[InternalRow]] = new Iterator[Reaching[InternalRow]] {
+    override def hasNext: Boolean = fill() && (completedKey eq currentKey)
+    override def next(): Reaching[InternalRow] = {
+      if (!hasNext) throw new NoSuchElementException
+      val result = completed
+      completed = null
+      result
+    }
+  }
+
+  def finish(): Unit = {
+    if (skippedNullTime > 0) {
+      logWarning(s"windowagg: $skippedNullTime row(s) with a null time were not windowed (metric nullTimeRows)")
+      skippedNullTime = 0
+    }
+    if (skippedGap > 0) {
+      logWarning(s"windowagg: $skippedGap row(s) with a null or non-positive session gap were not windowed (metric invalidGapRows)")
+      skippedGap = 0
+    }
+  }
+
+  /** Ensures `completed` holds the next finished partial if there is one. */
+  private def fill(): Boolean = {
+    while (completed == null && (rows.hasNext || buildingBuffer != null)) {
+      if (!rows.hasNext) complete()
+      else {
+        val row = rows.next()
+        counters.input += 1
+        if (row.isNullAt(timeOrdinal)) {
+          counters.nullTime += 1
+          skippedNullTime += 1
+        } else {
+          val t = readTime(row)
+          reachOf(row, t) match {
+            case None =>
+              counters.invalidGap += 1
+              skippedGap += 1
+            case Some(reach) => add(row, t, reach)
+          }
+        }
+      }
+    }
+    completed != null
+  }
+
+  private def add(row: InternalRow, t: Long, reach: Long): Unit = {
+    val key = keyProjection(row)
+    if (buildingBuffer != null && t == buildingTime && key == buildingKey) {
+      aggregates.update(buildingBuffer, row)
+      buildingReach = math.max(buildingReach, reach)
+    } else {
+      val sameKey = buildingBuffer != null && key == buildingKey
+      if (buildingBuffer != null) complete()
+      buildingKey = if (sameKey) completedKey else key.copy()
+      buildingTime = t
+      buildingReach = reach
+      buildingBuffer = aggregates.newEmpty()
+      aggregates.update(buildingBuffer, row)
+    }
+  }
+
+  private def complete(): Unit = {
+    completed = Reaching(buildingTime, buildingReach, buildingBuffer)
+    completedKey = buildingKey
+    buildingBuffer = null
+  }
+}
