@@ -22,6 +22,8 @@ object StreamingWindowPlanner {
   val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
   /** The name of the observed metrics holding the late and null-time row counts. */
   val MetricsName = "windowagg"
+  /** In update mode, marks the rows that retract a session merged into another. */
+  val RetractionColumn = "retraction"
 
   def plan(session: SparkSession, node: WindowAggregate, options: WindowOptions): LogicalPlan = {
     val provider = session.conf.getOption(ProviderConf).getOrElse("")
@@ -35,16 +37,17 @@ object StreamingWindowPlanner {
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
     }
-    val sliding = node.windows match {
-      case s: ResolvedWindows.Sliding => s
-      case _: ResolvedWindows.Session =>
-        throw WindowAggException("session windows over a streaming DataFrame are not supported yet; use them on batch DataFrames")
+    val grace = node.windows match {
+      case s: ResolvedWindows.Sliding => s.graceTicks
+      case ResolvedWindows.Session(Some(_), g) => g
+      case ResolvedWindows.Session(None, _) =>
+        throw WindowAggException("sessions with a per-row gap are supported on batch DataFrames only; use a fixed gap in streaming")
     }
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
     var input = SparkInternals.dataFrame(session, node.child)
     if (!inputTime.metadata.contains(EventTimeWatermark.delayKey)) {
-      sliding.graceTicks match {
+      grace match {
         case Some(grace) => input = input.withWatermark(time.name, s"$grace microseconds")
         case None =>
           throw WindowAggException(
@@ -66,8 +69,8 @@ object StreamingWindowPlanner {
     val rebind: Expression => Expression = _.transform {
       case a: Attribute if a.exprId == time.exprId => eventTime
     }
-    val spec = StreamingSlidingSpec(
-      sizeTicks = sliding.sizeTicks,
+    val spec = StreamingWindowSpec(
+      windows = node.windows,
       ticksPerMilli = 1000L,
       keySchema = DataTypeUtils.fromAttributes(node.keys),
       valueAttributes = valueAttributes,
@@ -81,14 +84,18 @@ object StreamingWindowPlanner {
     val grouped = values_.groupBy(node.keys.map(SparkInternals.column): _*)
       .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.valueSchema))
     val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()
-    val processed = grouped.transformWithState(new SlidingWindowProcessor(spec), TimeMode.EventTime(), outputMode)(
+    val processor = node.windows match {
+      case _: ResolvedWindows.Sliding => new SlidingWindowProcessor(spec)
+      case _: ResolvedWindows.Session => new SessionWindowProcessor(spec)
+    }
+    val processed = grouped.transformWithState(processor, TimeMode.EventTime(), outputMode)(
       Encoders.row(spec.outputSchema))
-    val kind = col(StreamingSlidingSpec.Kind)
-    val reason = col(StreamingSlidingSpec.LateReason)
+    val kind = col(StreamingWindowSpec.Kind)
+    val reason = col(StreamingWindowSpec.LateReason)
     val observed = processed.observe(MetricsName,
-      count_if(kind === StreamingSlidingSpec.LateKind && reason === lit(StreamingSlidingSpec.ReasonLate)).as("late_rows"),
-      count_if(kind === StreamingSlidingSpec.LateKind && reason === lit(StreamingSlidingSpec.ReasonNullTime)).as("null_time_rows"))
-    val kept = if (options.emitLateRows) observed else observed.where(kind === StreamingSlidingSpec.WindowKind)
+      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonLate)).as("late_rows"),
+      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNullTime)).as("null_time_rows"))
+    val kept = if (options.emitLateRows) observed else observed.where(kind =!= StreamingWindowSpec.LateKind)
 
     val plan = kept.queryExecution.analyzed
     val out = plan.output
@@ -97,7 +104,13 @@ object StreamingWindowPlanner {
       Alias(out(1 + i), target.name)(exprId = target.exprId)
     }
     val late = if (options.emitLateRows) Seq(out(1 + keys + 2 + node.functions.length), out(2 + keys + 2 + node.functions.length)) else Nil
-    Project(named ++ late, plan)
+    // sessions in update mode: merged-away sessions come as rows marked retraction = true
+    val retraction = node.windows match {
+      case _: ResolvedWindows.Session if options.emitUpdates =>
+        Seq(Alias(EqualTo(out.head, Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
+      case _ => Nil
+    }
+    Project(named ++ late ++ retraction, plan)
   }
 
   private def unmarked(metadata: Metadata): Metadata =

@@ -13,11 +13,12 @@ import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.core.{SlidingWindowFinality, Timed}
+import windowagg.ResolvedWindows
+import windowagg.core.{OpenSession, SessionMerging, SlidingWindowFinality, Timed}
 
-/** What a streaming sliding-window aggregation computes; shipped to the executors with the processor. */
-final case class StreamingSlidingSpec(
-    sizeTicks: Long,
+/** What a streaming windowed aggregation computes; shipped to the executors with the processor. */
+final case class StreamingWindowSpec(
+    windows: ResolvedWindows,
     ticksPerMilli: Long,
     keySchema: StructType,
     valueAttributes: Seq[Attribute],
@@ -29,27 +30,107 @@ final case class StreamingSlidingSpec(
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
-  /** Rows out of the processor: windows (kind 0) and late rows (kind 1), told apart downstream. */
+  /** Rows out of the processor: windows (kind 0), late rows (kind 1) and retractions (kind 2). */
   def outputSchema: StructType = StructType(
-    StructField(StreamingSlidingSpec.Kind, IntegerType, nullable = false) +:
+    StructField(StreamingWindowSpec.Kind, IntegerType, nullable = false) +:
       keySchema.fields.toSeq ++:
       Seq(
         StructField("window_start", timeColumn.windowType),
         StructField("window_end", timeColumn.windowType)) ++:
       functions.zipWithIndex.map { case (f, i) => StructField(s"agg_$i", f.dataType) } ++:
       Seq(
-        StructField(StreamingSlidingSpec.LateReason, StringType),
-        StructField(StreamingSlidingSpec.LateRow, valueSchema)))
+        StructField(StreamingWindowSpec.LateReason, StringType),
+        StructField(StreamingWindowSpec.LateRow, valueSchema)))
 }
 
-object StreamingSlidingSpec {
+object StreamingWindowSpec {
   val Kind = "_windowagg_kind"
   val LateReason = "late_reason"
   val LateRow = "late_row"
   val WindowKind = 0
   val LateKind = 1
+  val RetractionKind = 2
   val ReasonLate = "late"
   val ReasonNullTime = "null time"
+}
+
+/**
+ * What the streaming processors share: encoders between Rows and Spark's internal rows, the
+ * aggregate adapter, the watermark in ticks, and the rows they emit (windows, late rows,
+ * retractions), all in [[StreamingWindowSpec.outputSchema]].
+ */
+abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Row] {
+  import StreamingWindowSpec._
+
+  @transient protected var aggregates: SparkAggregates = _
+  @transient private var keyToInternal: ExpressionEncoder.Serializer[Row] = _
+  @transient private var valueToInternal: ExpressionEncoder.Serializer[Row] = _
+  @transient private var outputToRow: ExpressionEncoder.Deserializer[Row] = _
+  @transient protected var readTime: InternalRow => Long = _
+
+  protected def initState(handle: StatefulProcessorHandle): Unit
+
+  override final def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
+    val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
+    aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
+    keyToInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
+    valueToInternal = encoderFor(Encoders.row(spec.valueSchema)).createSerializer()
+    outputToRow = encoderFor(Encoders.row(spec.outputSchema)).resolveAndBind().createDeserializer()
+    readTime = spec.timeColumn.reader(spec.timeOrdinal)
+    initState(getHandle)
+  }
+
+  protected def internalKey(key: Row): InternalRow = keyToInternal(key).copy()
+
+  /** The row's internal form (reused: read it before the next call) or None for a null time. */
+  protected def internalValue(row: Row): InternalRow = valueToInternal(row)
+
+  protected def watermarkTicks(timerValues: TimerValues): Long =
+    Math.multiplyExact(timerValues.getCurrentWatermarkInMs(), spec.ticksPerMilli)
+
+  // A window ending at `end` is final once the watermark (in ms) is past it.
+  protected def expiryMs(end: Long): Long = Math.floorDiv(end, spec.ticksPerMilli) + 1
+
+  protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row =
+    emitted(WindowKind, keyRow, start, end, Some(buffer), None)
+
+  protected def retractionRow(keyRow: InternalRow, start: Long, end: Long): Row =
+    emitted(RetractionKind, keyRow, start, end, None, None)
+
+  protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row = {
+    val row = emitted(LateKind, keyRow, 0L, 0L, None, Some((reason, value)))
+    row
+  }
+
+  private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: Option[InternalRow],
+      late: Option[(String, InternalRow)]): Row = {
+    val keys = spec.keySchema.length
+    val n = spec.functions.length
+    val row = new GenericInternalRow(1 + keys + 2 + n + 2)
+    row.setInt(0, kind)
+    var i = 0
+    while (i < keys) { row.update(1 + i, keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
+    if (late.isDefined) { row.setNullAt(1 + keys); row.setNullAt(2 + keys) }
+    else { row.setLong(1 + keys, start); row.setLong(2 + keys, end) }
+    buffer match {
+      case Some(b) =>
+        val result = aggregates.result(b)
+        i = 0
+        while (i < n) { row.update(3 + keys + i, result.get(i, spec.functions(i).dataType)); i += 1 }
+      case None =>
+        i = 0
+        while (i < n) { row.setNullAt(3 + keys + i); i += 1 }
+    }
+    late match {
+      case Some((reason, value)) =>
+        row.update(3 + keys + n, UTF8String.fromString(reason))
+        row.update(4 + keys + n, value.copy())
+      case None =>
+        row.setNullAt(3 + keys + n)
+        row.setNullAt(4 + keys + n)
+    }
+    outputToRow(row)
+  }
 }
 
 /**
@@ -60,36 +141,24 @@ object StreamingSlidingSpec {
  * of the next window to become final. Windows come from the core's sweep over the partials, as in
  * batch; partials no open window can need are dropped, so state stays within size + grace.
  */
-final class SlidingWindowProcessor(spec: StreamingSlidingSpec) extends StatefulProcessor[Row, Row, Row] {
-  import StreamingSlidingSpec._
+final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
+  import StreamingWindowSpec._
 
   @transient private var partials: MapState[Long, Array[Byte]] = _
   @transient private var finalBefore: ValueState[Long] = _
   @transient private var timer: ValueState[Long] = _
-  @transient private var aggregates: SparkAggregates = _
   @transient private var finality: SlidingWindowFinality = _
-  @transient private var keyToInternal: ExpressionEncoder.Serializer[Row] = _
-  @transient private var valueToInternal: ExpressionEncoder.Serializer[Row] = _
-  @transient private var outputToRow: ExpressionEncoder.Deserializer[Row] = _
-  @transient private var readTime: InternalRow => Long = _
 
-  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
-    val handle = getHandle
+  override protected def initState(handle: StatefulProcessorHandle): Unit = {
     partials = handle.getMapState[Long, Array[Byte]]("partials", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     finalBefore = handle.getValueState[Long]("finalBefore", Encoders.scalaLong, TTLConfig.NONE)
     timer = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
-    val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
-    aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
-    finality = new SlidingWindowFinality(spec.sizeTicks)
-    keyToInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
-    valueToInternal = encoderFor(Encoders.row(spec.valueSchema)).createSerializer()
-    outputToRow = encoderFor(Encoders.row(spec.outputSchema)).resolveAndBind().createDeserializer()
-    readTime = spec.timeColumn.reader(spec.timeOrdinal)
+    finality = new SlidingWindowFinality(spec.windows.asInstanceOf[ResolvedWindows.Sliding].sizeTicks)
   }
 
   override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
     val watermark = watermarkTicks(timerValues)
-    val keyRow = keyToInternal(key).copy()
+    val keyRow = internalKey(key)
     val out = mutable.ArrayBuffer.empty[Row]
     // Windows that became final before these rows arrived are closed first: rows behind the
     // watermark may only change windows that are still open.
@@ -97,7 +166,7 @@ final class SlidingWindowProcessor(spec: StreamingSlidingSpec) extends StatefulP
 
     val fresh = mutable.HashMap.empty[Long, InternalRow]
     inputRows.foreach { row =>
-      val value = valueToInternal(row)
+      val value = internalValue(row)
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
       else {
         val t = readTime(value)
@@ -129,7 +198,7 @@ final class SlidingWindowProcessor(spec: StreamingSlidingSpec) extends StatefulP
   override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
     timer.clear() // the fired timer is gone
     val out = mutable.ArrayBuffer.empty[Row]
-    scheduleTimer(finalizeUpTo(keyToInternal(key).copy(), watermarkTicks(timerValues), out))
+    scheduleTimer(finalizeUpTo(internalKey(key), watermarkTicks(timerValues), out))
     dropIfEmpty()
     out.iterator
   }
@@ -173,41 +242,5 @@ final class SlidingWindowProcessor(spec: StreamingSlidingSpec) extends StatefulP
     }
   }
 
-  // A window ending at `end` is final once the watermark (in ms) is past it.
-  private def expiryMs(end: Long): Long = Math.floorDiv(end, spec.ticksPerMilli) + 1
   private def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
-
-  private def watermarkTicks(timerValues: TimerValues): Long =
-    Math.multiplyExact(timerValues.getCurrentWatermarkInMs(), spec.ticksPerMilli)
-
-  private def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row = {
-    val keys = spec.keySchema.length
-    val n = spec.functions.length
-    val row = new GenericInternalRow(1 + keys + 2 + n + 2)
-    row.setInt(0, WindowKind)
-    var i = 0
-    while (i < keys) { row.update(1 + i, keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
-    row.setLong(1 + keys, start)
-    row.setLong(2 + keys, end)
-    val result = aggregates.result(buffer)
-    i = 0
-    while (i < n) { row.update(3 + keys + i, result.get(i, spec.functions(i).dataType)); i += 1 }
-    row.setNullAt(3 + keys + n)
-    row.setNullAt(4 + keys + n)
-    outputToRow(row)
-  }
-
-  private def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row = {
-    val keys = spec.keySchema.length
-    val n = spec.functions.length
-    val row = new GenericInternalRow(1 + keys + 2 + n + 2)
-    row.setInt(0, LateKind)
-    var i = 0
-    while (i < keys) { row.update(1 + i, keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
-    i = 1 + keys
-    while (i < 3 + keys + n) { row.setNullAt(i); i += 1 }
-    row.update(3 + keys + n, UTF8String.fromString(reason))
-    row.update(4 + keys + n, value.copy())
-    outputToRow(row)
-  }
 }

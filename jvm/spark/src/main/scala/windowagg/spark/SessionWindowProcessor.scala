@@ -1,0 +1,120 @@
+package windowagg.spark
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.streaming._
+
+import windowagg.ResolvedWindows
+import windowagg.core.{OpenSession, SessionMerging}
+
+/**
+ * KIP-94 sessions of one key in Structured Streaming (transformWithState, event time).
+ *
+ * State per key: one partial aggregate per open session (keyed by its first record time), and
+ * `closedReach`, the largest last + gap of its closed sessions (a record within it is late).
+ * A record merges every open session it bridges; an event-time timer at each session's
+ * last + gap closes it once the watermark passes, so no micro-batch scans all state. In update
+ * mode, a session merged away (including one extended to new bounds) is retracted and the merged
+ * session emitted.
+ */
+final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
+  import StreamingWindowSpec._
+
+  @transient private var sessions: MapState[Long, Array[Byte]] = _
+  @transient private var closedReach: ValueState[Long] = _
+  @transient private var merging: SessionMerging[InternalRow] = _
+  private val gap: Long = spec.windows match {
+    case ResolvedWindows.Session(Some(g), _) => g
+    case other => throw new IllegalArgumentException(s"not fixed-gap sessions: $other")
+  }
+
+  override protected def initState(handle: StatefulProcessorHandle): Unit = {
+    sessions = handle.getMapState[Long, Array[Byte]]("sessions", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
+    closedReach = handle.getValueState[Long]("closedReach", Encoders.scalaLong, TTLConfig.NONE)
+    merging = new SessionMerging[InternalRow](gap, aggregates)
+  }
+
+  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
+    val watermark = watermarkTicks(timerValues)
+    val keyRow = internalKey(key)
+    val out = mutable.ArrayBuffer.empty[Row]
+    // Sessions already final are closed before these rows: rows may only change open sessions.
+    var open = closeFinal(keyRow, load(), watermark, out)
+    val before = open.map(s => (s.first, s.last)).toSet
+    val closed = if (closedReach.exists()) Some(closedReach.get()) else None
+
+    val fresh = mutable.HashMap.empty[Long, InternalRow]
+    inputRows.foreach { row =>
+      val value = internalValue(row)
+      if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
+      else {
+        val t = readTime(value)
+        if (merging.isLate(t, watermark, closed)) out += lateRow(keyRow, value, ReasonLate)
+        else aggregates.update(fresh.getOrElseUpdate(t, aggregates.newEmpty()), value)
+      }
+    }
+    if (fresh.nonEmpty) {
+      val touched = mutable.Set.empty[Long]
+      fresh.toSeq.sortBy(_._1).foreach { case (t, partial) =>
+        val (next, absorbed, merged) = merging.add(open, t, partial)
+        absorbed.foreach(s => touched -= s.first)
+        touched += merged.first
+        open = next
+      }
+      save(open)
+      open.foreach(s => getHandle.registerTimer(expiryMs(merging.reach(s))))
+      if (spec.emitUpdates) {
+        val after = open.map(s => (s.first, s.last)).toSet
+        before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out += retractionRow(keyRow, first, last) }
+        open.filter(s => touched.contains(s.first)).foreach(s => out += windowRow(keyRow, s.first, s.last, s.partial))
+      }
+    }
+    out.iterator
+  }
+
+  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
+    val watermark = watermarkTicks(timerValues)
+    val out = mutable.ArrayBuffer.empty[Row]
+    val open = closeFinal(internalKey(key), load(), watermark, out)
+    // A key with no open session keeps closedReach only while a record within it could be on time.
+    if (open.isEmpty && closedReach.exists() && closedReach.get() + gap < watermark) closedReach.clear()
+    out.iterator
+  }
+
+  /** Emits (final mode) and drops the sessions the watermark has passed; returns the others. */
+  private def closeFinal(keyRow: InternalRow, open: Vector[OpenSession[InternalRow]], watermark: Long,
+      out: mutable.ArrayBuffer[Row]): Vector[OpenSession[InternalRow]] = {
+    val (done, remaining) = open.partition(merging.isFinal(_, watermark))
+    done.foreach { s =>
+      if (!spec.emitUpdates) out += windowRow(keyRow, s.first, s.last, s.partial)
+      sessions.removeKey(s.first)
+      val reach = merging.reach(s)
+      if (!closedReach.exists() || closedReach.get() < reach) closedReach.update(reach)
+    }
+    if (done.nonEmpty && remaining.isEmpty) {
+      // wake up once closedReach no longer matters, to drop it
+      getHandle.registerTimer(expiryMs(closedReach.get() + gap))
+    }
+    remaining
+  }
+
+  private def load(): Vector[OpenSession[InternalRow]] =
+    sessions.iterator().map { case (first, bytes) =>
+      val buffer = ByteBuffer.wrap(bytes)
+      val last = buffer.getLong
+      OpenSession(first, last, aggregates.fromBytes(java.util.Arrays.copyOfRange(bytes, 8, bytes.length)))
+    }.toVector.sortBy(_.first)
+
+  private def save(open: Vector[OpenSession[InternalRow]]): Unit = {
+    val keep = open.map(_.first).toSet
+    sessions.keys().filterNot(keep.contains).toList.foreach(sessions.removeKey)
+    open.foreach { s =>
+      val partial = aggregates.toBytes(s.partial)
+      sessions.updateValue(s.first, ByteBuffer.allocate(8 + partial.length).putLong(s.last).put(partial).array())
+    }
+  }
+}

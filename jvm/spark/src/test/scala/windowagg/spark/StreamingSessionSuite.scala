@@ -1,0 +1,99 @@
+package windowagg.spark
+
+import java.sql.Timestamp
+
+import scala.util.Random
+
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import windowagg.SessionWindows
+import windowagg.functions.window
+
+class StreamingSessionSuite extends AnyFunSuite with SparkSessionFixture {
+
+  private def ts(seconds: Long): Timestamp = new Timestamp(seconds * 1000)
+
+  private def sessionsOf(df: DataFrame, options: Map[String, String] = Map.empty): DataFrame =
+    df.groupBy(col("k"), window(col("ts"), SessionWindows.withInactivityGap("10 seconds"), options))
+      .agg(sum("v").as("s"), count(lit(1)).as("n"), array_sort(collect_list("v")).as("l"))
+
+  private def flat(df: DataFrame): Seq[String] =
+    df.select(col("k"), col("window.start"), col("window.end"), col("s"), col("n"), col("l")).collect().map(_.toString).toSeq.sorted
+
+  test("final sessions equal the batch result, whatever the micro-batch boundaries and order") {
+    import spark.implicits._
+    val rnd = new Random(5)
+    val events = (0 until 300).map(_ => (s"k${rnd.nextInt(3)}", ts(rnd.nextInt(900).toLong), rnd.nextInt(20).toLong))
+    val expected = flat(sessionsOf(events.toDF("k", "ts", "v")))
+    for (split <- 1 to 2) {
+      val input = MemoryStream[(String, Timestamp, Long)](spark)
+      val stream = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "30 minutes")
+      val query = sessionsOf(stream).where(col("k") =!= "flush")
+        .writeStream.format("memory").queryName(s"sessions_$split").outputMode("append").start()
+      try {
+        val shuffled = new Random(split).shuffle(events)
+        shuffled.grouped(60 + split * 17).foreach { part =>
+          input.addData(part)
+          query.processAllAvailable()
+        }
+        input.addData(Seq(("flush", ts(100000), 0L)))
+        query.processAllAvailable()
+        input.addData(Seq(("flush", ts(200000), 0L)))
+        query.processAllAvailable()
+      } finally query.stop()
+      assert(flat(spark.table(s"sessions_$split")) == expected, s"split $split")
+    }
+  }
+
+  test("update mode retracts merged-away sessions and emits the merged one") {
+    import spark.implicits._
+    val input = MemoryStream[(String, Timestamp, Long)](spark)
+    val stream = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "1 hour")
+    val query = sessionsOf(stream, Map("emit" -> "updates"))
+      .writeStream.format("memory").queryName("session_updates").outputMode("update").start()
+    try {
+      Seq(Seq(("a", ts(0), 1L)), Seq(("a", ts(18), 2L)), Seq(("a", ts(9), 3L))).foreach { batch =>
+        input.addData(batch)
+        query.processAllAvailable()
+      }
+    } finally query.stop()
+    val rows = spark.table("session_updates")
+      .select(col("window.start").cast("long"), col("window.end").cast("long"), col("retraction"), col("n"))
+      .collect().map(r => (r.getLong(0), r.getLong(1), r.getBoolean(2), Option(r.get(3)))).toSeq
+    // 0 and 18 are 18 apart; 9 bridges them (within 10 s of both)
+    assert(rows.count(_ == ((0L, 0L, false, Some(1L)))) == 1)
+    assert(rows.count(_ == ((18L, 18L, false, Some(1L)))) == 1)
+    assert(rows.count(_ == ((0L, 0L, true, None))) == 1)
+    assert(rows.count(_ == ((18L, 18L, true, None))) == 1)
+    assert(rows.count(_ == ((0L, 18L, false, Some(3L)))) == 1)
+    assert(rows.length == 5)
+  }
+
+  test("a record that would join a closed session is late") {
+    import spark.implicits._
+    val input = MemoryStream[(String, Timestamp, Long)](spark)
+    val stream = input.toDF().toDF("k", "ts", "v")
+    val query = stream.groupBy(col("k"), window(col("ts"), SessionWindows.withInactivityGap("5 seconds").grace("0 seconds"),
+        Map("lateRows" -> "emit")))
+      .agg(count(lit(1)).as("n"))
+      .writeStream.format("memory").queryName("session_late").outputMode("append").start()
+    try {
+      input.addData(("a", ts(10), 1L))
+      query.processAllAvailable()
+      input.addData(("a", ts(16), 1L)) // watermark 16 s: [10,10] (reach 15) closes
+      query.processAllAvailable()
+      input.addData(("a", ts(17), 1L))
+      query.processAllAvailable()
+      input.addData(("a", ts(14), 1L)) // within 5 s of the closed [10,10]: late, though 14 + 5 >= 16
+      query.processAllAvailable()
+    } finally query.stop()
+    val late = spark.table("session_late").where(col("late_reason").isNotNull).collect()
+    assert(late.length == 1 && late.head.getAs[Row]("late_row").getAs[Timestamp]("ts") == ts(14))
+    val closed = spark.table("session_late").where(col("late_reason").isNull)
+      .select(col("window.start").cast("long"), col("n")).collect().map(r => (r.getLong(0), r.getLong(1))).toSeq
+    assert(closed == Seq((10L, 1L)))
+  }
+}
