@@ -8,34 +8,34 @@ import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming._
 
-import windowagg.ResolvedWindows
 import windowagg.core.{OpenSession, SessionMerging}
 
 /**
- * KIP-94 sessions of one key in Structured Streaming (transformWithState, event time).
+ * KIP-94 sessions of one key in Structured Streaming (transformWithState, event time), with a
+ * fixed or per-row gap.
  *
- * State per key: one partial aggregate per open session (keyed by its first record time), and
- * `closedReach`, the largest last + gap of its closed sessions (a record within it is late).
- * A record merges every open session it bridges; an event-time timer at each session's
- * last + gap closes it once the watermark passes, so no micro-batch scans all state. In update
- * mode, a session merged away (including one extended to new bounds) is retracted and the merged
- * session emitted.
+ * State per key: one partial aggregate per open session (keyed by its first record time, with its
+ * last time and reach), `closedReach`, the largest reach of its closed sessions (a record within it
+ * is late), and the largest gap seen (to know when closedReach stops mattering). A record merges
+ * every open session it bridges; an event-time timer at each session's reach closes it once the
+ * watermark passes, so no micro-batch scans all state. In update mode, a session merged away
+ * (including one extended to new bounds) is retracted and the merged session emitted.
  */
 final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
 
   @transient private var sessions: MapState[Long, Array[Byte]] = _
   @transient private var closedReach: ValueState[Long] = _
+  @transient private var widestGap: ValueState[Long] = _
   @transient private var merging: SessionMerging[InternalRow] = _
-  private val gap: Long = spec.windows match {
-    case ResolvedWindows.Session(Some(g), _) => g
-    case other => throw new IllegalArgumentException(s"not fixed-gap sessions: $other")
-  }
+  @transient private var reachOf: (InternalRow, Long) => Option[Long] = _
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     sessions = handle.getMapState[Long, Array[Byte]]("sessions", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     closedReach = handle.getValueState[Long]("closedReach", Encoders.scalaLong, TTLConfig.NONE)
-    merging = new SessionMerging[InternalRow](gap, aggregates)
+    widestGap = handle.getValueState[Long]("widestGap", Encoders.scalaLong, TTLConfig.NONE)
+    merging = new SessionMerging[InternalRow](aggregates)
+    reachOf = WindowAggregateExec.reachOf(spec.windows, spec.gapOrdinal, spec.gapType)
   }
 
   override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
@@ -47,26 +47,35 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val before = open.map(s => (s.first, s.last)).toSet
     val closed = if (closedReach.exists()) Some(closedReach.get()) else None
 
-    val fresh = mutable.HashMap.empty[Long, InternalRow]
+    val fresh = mutable.HashMap.empty[Long, (Long, InternalRow)] // time -> (reach, partial)
+    var gapSeen = if (widestGap.exists()) widestGap.get() else 0L
     inputRows.foreach { row =>
       val value = internalValue(row)
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
       else {
         val t = readTime(value)
-        if (merging.isLate(t, watermark, closed)) out += lateRow(keyRow, value, ReasonLate)
-        else aggregates.update(fresh.getOrElseUpdate(t, aggregates.newEmpty()), value)
+        reachOf(value, t) match {
+          case None => out += lateRow(keyRow, value, ReasonInvalidGap)
+          case Some(reach) if merging.isLate(t, reach, watermark, closed) => out += lateRow(keyRow, value, ReasonLate)
+          case Some(reach) =>
+            val (r, partial) = fresh.getOrElseUpdate(t, (reach, aggregates.newEmpty()))
+            aggregates.update(partial, value)
+            if (reach > r) fresh.update(t, (reach, partial))
+            gapSeen = math.max(gapSeen, reach - t)
+        }
       }
     }
     if (fresh.nonEmpty) {
+      widestGap.update(gapSeen)
       val touched = mutable.Set.empty[Long]
-      fresh.toSeq.sortBy(_._1).foreach { case (t, partial) =>
-        val (next, absorbed, merged) = merging.add(open, t, partial)
+      fresh.toSeq.sortBy(_._1).foreach { case (t, (reach, partial)) =>
+        val (next, absorbed, merged) = merging.add(open, t, reach, partial)
         absorbed.foreach(s => touched -= s.first)
         touched += merged.first
         open = next
       }
       save(open)
-      open.foreach(s => getHandle.registerTimer(expiryMs(merging.reach(s))))
+      open.foreach(s => getHandle.registerTimer(expiryMs(s.reach)))
       if (spec.emitUpdates) {
         val after = open.map(s => (s.first, s.last)).toSet
         before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out += retractionRow(keyRow, first, last) }
@@ -81,7 +90,10 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val out = mutable.ArrayBuffer.empty[Row]
     val open = closeFinal(internalKey(key), load(), watermark, out)
     // A key with no open session keeps closedReach only while a record within it could be on time.
-    if (open.isEmpty && closedReach.exists() && closedReach.get() + gap < watermark) closedReach.clear()
+    if (open.isEmpty && closedReach.exists() && closedReach.get() + widest < watermark) {
+      closedReach.clear()
+      widestGap.clear()
+    }
     out.iterator
   }
 
@@ -92,21 +104,23 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     done.foreach { s =>
       if (!spec.emitUpdates) out += windowRow(keyRow, s.first, s.last, s.partial)
       sessions.removeKey(s.first)
-      val reach = merging.reach(s)
-      if (!closedReach.exists() || closedReach.get() < reach) closedReach.update(reach)
+      if (!closedReach.exists() || closedReach.get() < s.reach) closedReach.update(s.reach)
     }
     if (done.nonEmpty && remaining.isEmpty) {
       // wake up once closedReach no longer matters, to drop it
-      getHandle.registerTimer(expiryMs(closedReach.get() + gap))
+      getHandle.registerTimer(expiryMs(closedReach.get() + widest))
     }
     remaining
   }
+
+  private def widest: Long = if (widestGap.exists()) widestGap.get() else 0L
 
   private def load(): Vector[OpenSession[InternalRow]] =
     sessions.iterator().map { case (first, bytes) =>
       val buffer = ByteBuffer.wrap(bytes)
       val last = buffer.getLong
-      OpenSession(first, last, aggregates.fromBytes(java.util.Arrays.copyOfRange(bytes, 8, bytes.length)))
+      val reach = buffer.getLong
+      OpenSession(first, last, reach, aggregates.fromBytes(java.util.Arrays.copyOfRange(bytes, 16, bytes.length)))
     }.toVector.sortBy(_.first)
 
   private def save(open: Vector[OpenSession[InternalRow]]): Unit = {
@@ -114,7 +128,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     sessions.keys().filterNot(keep.contains).toList.foreach(sessions.removeKey)
     open.foreach { s =>
       val partial = aggregates.toBytes(s.partial)
-      sessions.updateValue(s.first, ByteBuffer.allocate(8 + partial.length).putLong(s.last).put(partial).array())
+      sessions.updateValue(s.first, ByteBuffer.allocate(16 + partial.length).putLong(s.last).putLong(s.reach).put(partial).array())
     }
   }
 }

@@ -39,9 +39,7 @@ object StreamingWindowPlanner {
     }
     val grace = node.windows match {
       case s: ResolvedWindows.Sliding => s.graceTicks
-      case ResolvedWindows.Session(Some(_), g) => g
-      case ResolvedWindows.Session(None, _) =>
-        throw WindowAggException("sessions with a per-row gap are supported on batch DataFrames only; use a fixed gap in streaming")
+      case s: ResolvedWindows.Session => s.graceTicks
     }
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
@@ -78,7 +76,9 @@ object StreamingWindowPlanner {
       timeColumn = node.timeColumn,
       functions = node.functions.map(f => rebind(f).asInstanceOf[org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction]),
       filters = node.filters.map(rebind),
-      emitUpdates = options.emitUpdates)
+      emitUpdates = options.emitUpdates,
+      gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
+      gapType = node.gap.map(_.dataType))
 
     val values_ = SparkInternals.dataFrame(session, Project(values, marked))
     val grouped = values_.groupBy(node.keys.map(SparkInternals.column): _*)
@@ -94,7 +94,8 @@ object StreamingWindowPlanner {
     val reason = col(StreamingWindowSpec.LateReason)
     val observed = processed.observe(MetricsName,
       count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonLate)).as("late_rows"),
-      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNullTime)).as("null_time_rows"))
+      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNullTime)).as("null_time_rows"),
+      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonInvalidGap)).as("invalid_gap_rows"))
     val kept = if (options.emitLateRows) observed else observed.where(kind =!= StreamingWindowSpec.LateKind)
 
     val plan = kept.queryExecution.analyzed

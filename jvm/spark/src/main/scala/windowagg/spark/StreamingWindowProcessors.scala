@@ -26,7 +26,9 @@ final case class StreamingWindowSpec(
     timeColumn: TimeColumn,
     functions: Seq[AggregateFunction],
     filters: Seq[Expression],
-    emitUpdates: Boolean) {
+    emitUpdates: Boolean,
+    gapOrdinal: Option[Int] = None,
+    gapType: Option[DataType] = None) {
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
@@ -52,6 +54,7 @@ object StreamingWindowSpec {
   val RetractionKind = 2
   val ReasonLate = "late"
   val ReasonNullTime = "null time"
+  val ReasonInvalidGap = "invalid gap"
 }
 
 /**

@@ -48,6 +48,35 @@ class StreamingSessionSuite extends AnyFunSuite with SparkSessionFixture {
     }
   }
 
+  test("sessions with a per-row gap: final streaming output equals batch; invalid gaps are routed aside") {
+    import spark.implicits._
+    val rnd = new Random(9)
+    val events = (0 until 200).map(_ => (s"k${rnd.nextInt(3)}", ts(rnd.nextInt(600).toLong), rnd.nextInt(20).toLong,
+      if (rnd.nextInt(25) == 0) -1L else 1L + rnd.nextInt(20)))
+    def sessions(df: DataFrame, options: Map[String, String]) =
+      df.withColumn("gap", make_dt_interval(lit(0), lit(0), lit(0), col("gap_s")))
+        .groupBy(col("k"), window(col("ts"), SessionWindows.withDynamicGap("gap"), options))
+        .agg(sum("v").as("s"), count(lit(1)).as("n"), array_sort(collect_list("v")).as("l"))
+    val expected = flat(sessions(events.toDF("k", "ts", "v", "gap_s"), Map.empty))
+    val input = MemoryStream[(String, Timestamp, Long, Long)](spark)
+    val stream = input.toDF().toDF("k", "ts", "v", "gap_s").withWatermark("ts", "30 minutes")
+    val query = sessions(stream, Map("lateRows" -> "emit")).where(col("k") =!= "flush")
+      .writeStream.format("memory").queryName("dynamic_sessions").outputMode("append").start()
+    try {
+      new Random(3).shuffle(events).grouped(70).foreach { part =>
+        input.addData(part)
+        query.processAllAvailable()
+      }
+      input.addData(Seq(("flush", ts(100000), 0L, 1L)))
+      query.processAllAvailable()
+      input.addData(Seq(("flush", ts(200000), 0L, 1L)))
+      query.processAllAvailable()
+    } finally query.stop()
+    val out = spark.table("dynamic_sessions")
+    assert(flat(out.where(col("late_reason").isNull)) == expected)
+    assert(out.where(col("late_reason") === "invalid gap").count() == events.count(_._4 <= 0))
+  }
+
   test("update mode retracts merged-away sessions and emits the merged one") {
     import spark.implicits._
     val input = MemoryStream[(String, Timestamp, Long)](spark)
