@@ -15,6 +15,19 @@ sealed trait WindowDefinition extends Serializable {
   def resolve(unit: TimeUnit): ResolvedWindows
 }
 
+object WindowDefinition {
+  /** A grace period as given, checked. */
+  private[windowagg] def grace(afterWindowEnd: String): TimeSpan = checkedGrace(TimeSpan.parse(afterWindowEnd))
+  private[windowagg] def grace(afterWindowEnd: Duration): TimeSpan = {
+    if (afterWindowEnd == null) throw WindowError("the grace period must not be null")
+    checkedGrace(TimeSpan(afterWindowEnd))
+  }
+  private def checkedGrace(g: TimeSpan): TimeSpan = {
+    if (TimeSpan.isNegative(g)) throw WindowError(s"the grace period must not be negative, got $g")
+    g
+  }
+}
+
 /** A definition with all sizes in ticks of the time column, validated. */
 sealed trait ResolvedWindows extends Serializable
 
@@ -30,16 +43,8 @@ final class SlidingWindows private (val size: TimeSpan, val gracePeriod: Option[
    * largest time seen minus the grace. It applies where the streaming input has no watermark of
    * its own on the time column; batch queries see complete data and ignore it.
    */
-  def grace(afterWindowEnd: String): SlidingWindows = withGrace(TimeSpan.parse(afterWindowEnd))
-  def grace(afterWindowEnd: Duration): SlidingWindows = {
-    if (afterWindowEnd == null) throw WindowError("the grace period must not be null")
-    withGrace(TimeSpan(afterWindowEnd))
-  }
-
-  private def withGrace(g: TimeSpan): SlidingWindows = {
-    if (TimeSpan.isNegative(g)) throw WindowError(s"the grace period must not be negative, got $g")
-    new SlidingWindows(size, Some(g))
-  }
+  def grace(afterWindowEnd: String): SlidingWindows = new SlidingWindows(size, Some(WindowDefinition.grace(afterWindowEnd)))
+  def grace(afterWindowEnd: Duration): SlidingWindows = new SlidingWindows(size, Some(WindowDefinition.grace(afterWindowEnd)))
 
   override def resolve(unit: TimeUnit): ResolvedWindows.Sliding = {
     val ticks = size.toTicks(unit, "sliding window size")
@@ -80,16 +85,10 @@ final class SessionWindows private (val gap: Option[TimeSpan], val gapColumn: Op
   extends WindowDefinition {
 
   /** How long after a session's last record plus gap records may still arrive (streaming); see [[SlidingWindows.grace]]. */
-  def grace(afterWindowEnd: String): SessionWindows = withGrace(TimeSpan.parse(afterWindowEnd))
-  def grace(afterWindowEnd: Duration): SessionWindows = {
-    if (afterWindowEnd == null) throw WindowError("the grace period must not be null")
-    withGrace(TimeSpan(afterWindowEnd))
-  }
-
-  private def withGrace(g: TimeSpan): SessionWindows = {
-    if (TimeSpan.isNegative(g)) throw WindowError(s"the grace period must not be negative, got $g")
-    new SessionWindows(gap, gapColumn, Some(g))
-  }
+  def grace(afterWindowEnd: String): SessionWindows =
+    new SessionWindows(gap, gapColumn, Some(WindowDefinition.grace(afterWindowEnd)))
+  def grace(afterWindowEnd: Duration): SessionWindows =
+    new SessionWindows(gap, gapColumn, Some(WindowDefinition.grace(afterWindowEnd)))
 
   override def resolve(unit: TimeUnit): ResolvedWindows.Session = {
     val ticks = gap.map { g =>

@@ -15,10 +15,9 @@ final case class Reaching[P](time: Long, reach: Long, partial: P)
  * Use: `while (sweep.advance()) { use first, last, aggregate }`; the aggregate is owned by the
  * sweep and valid until the next `advance()`.
  */
-final class SessionSweep[P](input: Iterator[Reaching[P]], agg: PartialAggregation[P]) extends WindowCursor[P] {
+final class SessionSweep[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]) extends WindowCursor[P] {
+  private val input = Ticks.strictlyIncreasing(partials, "session")(_.time)
   private var pending: Reaching[P] = _
-  private var lastRead = Long.MinValue
-  private var readAny = false
   private var currentFirst = 0L
   private var currentLast = 0L
   private var currentAggregate: P = _
@@ -50,16 +49,5 @@ final class SessionSweep[P](input: Iterator[Reaching[P]], agg: PartialAggregatio
     true
   }
 
-  private def read(): Reaching[P] =
-    if (!input.hasNext) null
-    else {
-      val next = input.next()
-      if (readAny && next.time <= lastRead) {
-        throw new IllegalStateException(
-          s"session input must be in strictly increasing time order: ${next.time} after $lastRead")
-      }
-      readAny = true
-      lastRead = next.time
-      next
-    }
+  private def read(): Reaching[P] = if (input.hasNext) input.next() else null
 }

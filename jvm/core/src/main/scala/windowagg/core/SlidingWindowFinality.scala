@@ -1,5 +1,7 @@
 package windowagg.core
 
+import Ticks.saturatingAdd
+
 /**
  * Streaming rules for sliding windows of `size` ticks, against a watermark in ticks: a window is
  * final once its end is behind the watermark (end < watermark), and a final window is never
@@ -63,10 +65,5 @@ final class SlidingWindowFinality(size: Long) {
       if (sorted(mid) < start) lo = mid + 1 else hi = mid
     }
     lo < sorted.length && sorted(lo) <= end
-  }
-
-  private def saturatingAdd(a: Long, b: Long): Long = {
-    val r = a + b
-    if (((a ^ r) & (b ^ r)) < 0) { if (a < 0) Long.MinValue else Long.MaxValue } else r
   }
 }

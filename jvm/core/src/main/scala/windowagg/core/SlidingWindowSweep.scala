@@ -19,17 +19,16 @@ import scala.collection.mutable
  * @param input the key's partials, one per distinct time, times strictly increasing; each
  *              partial's buffer is handed over to the sweep
  */
-final class SlidingWindowSweep[P](size: Long, input: Iterator[Timed[P]], agg: PartialAggregation[P])
+final class SlidingWindowSweep[P](size: Long, partials: Iterator[Timed[P]], agg: PartialAggregation[P])
     extends WindowCursor[P] {
   require(size > 0, s"sliding window size must be positive, got $size")
 
+  private val input = Ticks.strictlyIncreasing(partials, "sliding window")(_.time)
   private val window = new FifoAggregator[P](agg)
   private val timesInWindow = new mutable.ArrayDeque[Long]() // mirrors `window`, oldest first
   private val unpushed = new mutable.ArrayDeque[Timed[P]]() // read but not yet in the window
   private val awaitingLeft = new mutable.ArrayDeque[Long]() // times whose left window is not out yet
   private val awaitingRight = new mutable.ArrayDeque[Long]() // times whose right window is undecided
-  private var lastRead = Long.MinValue
-  private var readAny = false
 
   private var currentStart = 0L
   private var currentAggregate: P = _
@@ -88,12 +87,6 @@ final class SlidingWindowSweep[P](size: Long, input: Iterator[Timed[P]], agg: Pa
   private def readOne(): Unit = {
     if (input.hasNext) {
       val next = input.next()
-      if (readAny && next.time <= lastRead) {
-        throw new IllegalStateException(
-          s"sliding window input must be in strictly increasing time order: ${next.time} after $lastRead")
-      }
-      readAny = true
-      lastRead = next.time
       unpushed += next
       awaitingLeft += next.time
       awaitingRight += next.time

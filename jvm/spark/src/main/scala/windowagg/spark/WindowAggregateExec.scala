@@ -12,6 +12,7 @@ import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeInterv
 
 import windowagg.ResolvedWindows
 import windowagg.core.{Reaching, SessionSweep, SlidingWindowSweep, Timed, WindowCursor}
+import windowagg.core.Ticks.saturatingAdd
 
 /**
  * Physical windowed aggregation: the child is clustered by the keys and sorted by (keys, time),
@@ -152,11 +153,6 @@ object WindowAggregateExec {
           }
       case _ => (_, t) => Some(t)
     }
-
-  private def saturatingAdd(a: Long, b: Long): Long = {
-    val r = a + b
-    if (((a ^ r) & (b ^ r)) < 0) Long.MaxValue else r
-  }
 }
 
 /** The operator's row counters: every input row, and those not windowed and why. */
