@@ -85,7 +85,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
 
   protected def internalKey(key: Row): InternalRow = keyToInternal(key).copy()
 
-  /** The row's internal form (reused: read it before the next call) or None for a null time. */
+  /** The row's internal form (reused: read it before the next call). */
   protected def internalValue(row: Row): InternalRow = valueToInternal(row)
 
   protected def watermarkTicks(timerValues: TimerValues): Long =
@@ -100,10 +100,8 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   protected def retractionRow(keyRow: InternalRow, start: Long, end: Long): Row =
     emitted(RetractionKind, keyRow, start, end, None, None)
 
-  protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row = {
-    val row = emitted(LateKind, keyRow, 0L, 0L, None, Some((reason, value)))
-    row
-  }
+  protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row =
+    emitted(LateKind, keyRow, 0L, 0L, None, Some((reason, value)))
 
   private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: Option[InternalRow],
       late: Option[(String, InternalRow)]): Row = {
