@@ -102,19 +102,6 @@ def test_ranking_functions(spark, events, function):
     assert function.rstrip("()") in message(info).lower()
 
 
-def test_streaming_input_is_not_supported_yet(spark):
-    stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-    query = None
-    try:
-        with pytest.raises(AnalysisException) as info:
-            counts = stream.groupBy(window("timestamp", SlidingWindows.of("10 seconds"))).count()
-            query = counts.writeStream.format("memory").queryName("windowagg_stream").outputMode("update").start()
-        assert "stream" in message(info).lower()
-    finally:
-        if query is not None:
-            query.stop()
-
-
 def test_integer_size_on_a_timestamp_column(spark, events):
     with pytest.raises(AnalysisException) as info:
         events.groupBy("user", window("ts", SlidingWindows.of(10))).count()

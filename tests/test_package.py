@@ -12,6 +12,9 @@ from pyspark.sql import Column, SparkSession
 import windowagg
 from windowagg import SlidingWindows
 
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
 
 def test_public_names_have_docstrings():
     for name in windowagg.__all__:
@@ -19,6 +22,7 @@ def test_public_names_have_docstrings():
         if callable(obj):
             assert obj.__doc__, f"windowagg.{name} has no docstring"
     assert SlidingWindows.of.__doc__
+    assert SlidingWindows.grace.__doc__
     assert windowagg.EXTENSION_CLASS == "windowagg.spark.WindowAggExtensions"
 
 
@@ -57,6 +61,29 @@ def test_configure_on_a_fresh_builder(tmp_path, monkeypatch):
     options = windowagg.configure(SparkSession.builder)._options
     assert options["spark.jars"] == str(jar.resolve())
     assert options["spark.sql.extensions"] == windowagg.EXTENSION_CLASS
+    assert options[PROVIDER_CONF] == ROCKSDB
+
+
+def test_configure_keeps_a_state_store_provider_set_on_the_builder(tmp_path, monkeypatch):
+    jar = tmp_path / "w.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setenv("WINDOWAGG_JAR", str(jar))
+    builder = SparkSession.builder.config(PROVIDER_CONF, "com.example.MyProvider")
+    assert windowagg.configure(builder)._options[PROVIDER_CONF] == "com.example.MyProvider"
+
+
+def test_session_uses_the_rocksdb_state_store(spark):
+    assert spark.conf.get(PROVIDER_CONF) == ROCKSDB
+
+
+def test_session_keeps_the_state_store_provider_of_the_running_session(spark):
+    hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    spark.conf.set(PROVIDER_CONF, hdfs)
+    try:
+        assert windowagg.session() is spark
+        assert spark.conf.get(PROVIDER_CONF) == hdfs
+    finally:
+        spark.conf.set(PROVIDER_CONF, ROCKSDB)
 
 
 @pytest.mark.parametrize(
@@ -109,6 +136,52 @@ def test_invalid_sizes_raise_value_error_with_the_jvm_message(spark, size, phras
     assert "JVM stacktrace" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "grace", ["1 minute", "0 seconds", "250ms", datetime.timedelta(seconds=90), datetime.timedelta(0)]
+)
+def test_valid_graces(spark, grace):
+    base = SlidingWindows.of("10 minutes")
+    definition = base.grace(grace)
+    assert isinstance(definition, SlidingWindows)
+    assert definition.size == "10 minutes" and definition.grace_period == grace
+    assert base.grace_period is None  # grace() returns a new definition
+    assert ".grace(" in definition._java_definition().toString()
+    assert ".grace(" in repr(definition) and ".grace(" not in repr(base)
+
+
+def test_grace_of_a_timedelta_keeps_microseconds(spark):
+    definition = SlidingWindows.of("1 minute").grace(datetime.timedelta(seconds=1, microseconds=500))
+    assert definition._java_definition().equals(SlidingWindows.of("1 minute").grace("1000500 us")._java_definition())
+
+
+@pytest.mark.parametrize(
+    "grace, phrase",
+    [
+        ("-5 seconds", "negative"),
+        (datetime.timedelta(seconds=-1), "negative"),
+        ("soon", "soon"),
+        ("2 months", "month"),
+    ],
+)
+def test_invalid_graces_raise_value_error(spark, grace, phrase):
+    with pytest.raises(ValueError) as info:
+        SlidingWindows.of("10 minutes").grace(grace)
+    assert phrase in str(info.value)
+    assert "JVM stacktrace" not in str(info.value)
+
+
+def test_negative_timedelta_grace_is_checked_in_python():
+    # no JVM call is needed to refuse it
+    with pytest.raises(ValueError, match="negative"):
+        SlidingWindows(10).grace(datetime.timedelta(milliseconds=-1))
+
+
+@pytest.mark.parametrize("grace", [5, 1.5, None, True])
+def test_graces_of_other_types_raise_type_error(grace):
+    with pytest.raises(TypeError):
+        SlidingWindows.of("10 minutes").grace(grace)
+
+
 @pytest.mark.parametrize("size", [1.5, None, True, [10]])
 def test_sizes_of_other_types_raise_type_error(size):
     with pytest.raises(TypeError):
@@ -128,6 +201,33 @@ def test_window_checks_its_arguments(spark):
         windowagg.window("ts", "10 minutes")
     with pytest.raises(TypeError):
         windowagg.window("ts", SlidingWindows.of("1 minute"), time_unit=5)
+    with pytest.raises(TypeError):
+        windowagg.window("ts", SlidingWindows.of("1 minute"), emit=True)
+    with pytest.raises(TypeError):
+        windowagg.window("ts", SlidingWindows.of("1 minute"), late_rows=["emit"])
+
+
+@pytest.mark.parametrize(
+    "options, shown",
+    [
+        ({"emit": "updates"}, "emit=updates, lateRows=count"),
+        ({"late_rows": "emit"}, "emit=final, lateRows=emit"),
+        (
+            {"emit": "final", "late_rows": "count", "time_unit": "seconds"},
+            "timeUnit=seconds, emit=final, lateRows=count",
+        ),
+        ({"emit": "UPDATES", "late_rows": "Emit"}, "emit=updates, lateRows=emit"),
+    ],
+)
+def test_window_passes_its_options_to_the_jvm(spark, options, shown):
+    col = windowagg.window("ts", SlidingWindows.of("1 minute"), **options)
+    assert isinstance(col, Column)
+    assert shown in str(col)
+
+
+def test_window_without_options_keeps_the_defaults(spark):
+    assert "emit=final, lateRows=count" in str(windowagg.window("ts", SlidingWindows.of("1 minute")))
+    assert "timeUnit=seconds" in str(windowagg.window("t", SlidingWindows.of(5), time_unit="seconds"))
 
 
 def test_metrics_needs_a_dataframe(spark):

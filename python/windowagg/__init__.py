@@ -11,6 +11,10 @@ A thin Python layer over the windowagg Spark extension (a JVM jar shipped in thi
               .groupBy("user", window("ts", SlidingWindows.of("10 minutes")))
               .agg(F.sum("amount").alias("total")))
 
+On a streaming DataFrame the same grouping works with a watermark (``withWatermark`` on the time
+column, or ``SlidingWindows.of(size).grace(g)``); ``window(..., emit="updates")`` and
+``window(..., late_rows="emit")`` choose what is emitted (see :func:`window`).
+
 With the extension on, SQL has the grouping function ``sliding_window(ts, size [, time_unit])``
 and the table function ``sliding_window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), size,
 'aggregates')``.

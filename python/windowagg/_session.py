@@ -15,6 +15,9 @@ __version__ = "0.1.0"
 EXTENSION_CLASS = "windowagg.spark.WindowAggExtensions"
 
 _JAR_ENV = "WINDOWAGG_JAR"
+# Streaming windows keep their state with transformWithState, which needs the RocksDB state store.
+_STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+_ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _JARS_DIR = Path(__file__).resolve().parent / "jars"
 
 
@@ -61,7 +64,9 @@ def configure(builder: "SparkSession.Builder") -> "SparkSession.Builder":
     """Adds windowagg to a ``SparkSession.Builder`` and returns the builder.
 
     Appends the jar (:func:`jar_path`) to ``spark.jars`` and :data:`EXTENSION_CLASS` to
-    ``spark.sql.extensions``, keeping values already set on the builder::
+    ``spark.sql.extensions``, keeping values already set on the builder, and sets
+    ``spark.sql.streaming.stateStore.providerClass`` to Spark's RocksDB state store (which
+    streaming windows need) unless the builder already sets a provider::
 
         spark = windowagg.configure(SparkSession.builder.appName("app")).getOrCreate()
 
@@ -78,6 +83,8 @@ def configure(builder: "SparkSession.Builder") -> "SparkSession.Builder":
     builder = builder.config(
         "spark.sql.extensions", _appended(options.get("spark.sql.extensions"), [EXTENSION_CLASS])
     )
+    if _STATE_STORE_CONF not in options:
+        builder = builder.config(_STATE_STORE_CONF, _ROCKSDB_PROVIDER)
     return builder
 
 
@@ -125,6 +132,21 @@ def _running_without_extension() -> Optional[str]:
     )
 
 
+def _running_conf(key: str) -> Optional[str]:
+    """The value set for ``key`` in the session that ``getOrCreate()`` would reuse (or in the
+    running SparkContext's configuration), or None when nothing runs or it is not set."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession._instantiatedSession
+    if existing is not None and existing._sc._jsc is not None:
+        return existing.conf.get(key, None)
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return None
+    return sc.getConf().get(key, None)
+
+
 def session(
     app_name: str = "windowagg",
     master: Optional[str] = None,
@@ -135,7 +157,9 @@ def session(
     :param app_name: the application name.
     :param master: the master URL, e.g. ``"local[2]"``; Spark's default when None.
     :param config: more Spark settings; ``spark.jars`` and ``spark.sql.extensions`` given here
-        are kept and windowagg's are appended.
+        are kept and windowagg's are appended. The state store provider is set to RocksDB (which
+        streaming windows need) unless ``spark.sql.streaming.stateStore.providerClass`` is given
+        here or already set on the running session.
     :raises RuntimeError: when a SparkContext is already running without windowagg (stop it
         first, or start Spark with ``--jars`` and ``spark.sql.extensions``), or for Spark Connect
         (windowagg runs only in a classic, JVM-backed session).
@@ -148,6 +172,9 @@ def session(
     problem = _running_without_extension()
     if problem is not None:
         raise RuntimeError(problem)
+    running = _running_conf(_STATE_STORE_CONF)
+    if _STATE_STORE_CONF not in options and running is not None:
+        options[_STATE_STORE_CONF] = running  # keep the running session's choice
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)

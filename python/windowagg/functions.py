@@ -26,6 +26,8 @@ def window(
     time_col: Union[str, "Column"],
     definition: WindowDefinition,
     time_unit: Optional[str] = None,
+    emit: Optional[str] = None,
+    late_rows: Optional[str] = None,
 ) -> "Column":
     """A grouping column that assigns each row to the windows of ``definition``.
 
@@ -37,26 +39,61 @@ def window(
     type (TIMESTAMP or TIMESTAMP_NTZ), or BIGINT for an integral time column. Rows whose time is
     null are not windowed (they are counted, see :func:`metrics`).
 
+    On a streaming DataFrame the time column must be a TIMESTAMP with a watermark: a
+    ``withWatermark`` on it, or the definition's grace (``SlidingWindows.of(size).grace(g)``);
+    the session needs the RocksDB state store (:func:`windowagg.session` sets it). A window is
+    final once its end is behind the watermark::
+
+        counts = (stream.groupBy("user", window("ts", SlidingWindows.of("10 minutes").grace("1 minute")))
+                  .agg(sum("amount").alias("total")))
+        counts.writeStream.outputMode("append").format("parquet")...
+
+    Late rows (every window that could hold them is final) and rows with a null time are always
+    counted in the query's observed metrics named ``"windowagg"``
+    (``query.lastProgress["observedMetrics"]["windowagg"]``, fields ``late_rows`` and
+    ``null_time_rows``).
+
     :param time_col: the time column, by name or as a Column: TIMESTAMP, TIMESTAMP_NTZ or an
-        integral epoch (byte, short, int or long).
+        integral epoch (byte, short, int or long); TIMESTAMP in streaming.
     :param definition: the windows, e.g. ``SlidingWindows.of("10 minutes")``.
     :param time_unit: for an integral time column, the unit of its values: ``"milliseconds"``
         (the default), ``"microseconds"`` or ``"seconds"``.
+    :param emit: streaming only: ``"final"`` (the default) emits each window once, when it is
+        final (use ``outputMode("append")``); ``"updates"`` emits, every micro-batch, the current
+        value of each window the micro-batch changed (use ``outputMode("update")``); the last
+        value emitted for a window is its final value.
+    :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
+        rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
+        ``late_reason`` is ``"late"`` or ``"null time"`` and whose ``late_row`` struct holds all
+        the input's columns (the keys are set; the window's start and end and the aggregates are
+        null). With ``"emit"``, the output has the extra columns ``late_reason`` and ``late_row``.
     :returns: a :class:`pyspark.sql.Column`.
+    :raises TypeError: for arguments of the wrong type. Unknown ``emit`` or ``late_rows`` values
+        raise the JVM's AnalysisException, which names the option.
     """
     from pyspark.sql.classic.column import Column
 
-    if time_unit is not None and not isinstance(time_unit, str):
-        raise TypeError(f"time_unit must be a str such as 'seconds', not {type(time_unit).__name__}")
+    for name, value, example in (
+        ("time_unit", time_unit, "'seconds'"),
+        ("emit", emit, "'final' or 'updates'"),
+        ("late_rows", late_rows, "'count' or 'emit'"),
+    ):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str such as {example}, not {type(value).__name__}")
     jdef = _ensure_definition(definition)._java_definition()
     jvm = _jvm.active_jvm()
     jcol = _java_column(time_col)
     functions = _jvm.jvm_class(jvm, _FUNCTIONS)
     try:
-        if time_unit is None:
-            jc = functions.window(jcol, jdef)
+        if emit is None and late_rows is None:
+            if time_unit is None:
+                jc = functions.window(jcol, jdef)
+            else:
+                jc = functions.window(jcol, jdef, time_unit)
         else:
-            jc = functions.window(jcol, jdef, time_unit)
+            # py4j converts the dict to a java.util.Map, which picks the options overload.
+            options = {"timeUnit": time_unit, "emit": emit, "lateRows": late_rows}
+            jc = functions.window(jcol, jdef, {k: v for k, v in options.items() if v is not None})
     except Exception as error:
         if _jvm.is_illegal_argument(error):
             _jvm.raise_value_error(error)

@@ -6,6 +6,7 @@ from typing import Any, Callable, Optional, Union
 from windowagg import _jvm
 
 SizeLike = Union[str, datetime.timedelta, int]
+GraceLike = Union[str, datetime.timedelta]
 
 _LONG_MIN = -(2**63)
 _LONG_MAX = 2**63 - 1
@@ -79,10 +80,41 @@ class SlidingWindows(WindowDefinition):
             raise ValueError(f"sliding window size {size} does not fit in a 64-bit number of ticks")
         return cls(size)
 
-    def __init__(self, size: SizeLike) -> None:
-        """Use :meth:`SlidingWindows.of` instead."""
+    def __init__(self, size: SizeLike, grace: Optional[GraceLike] = None) -> None:
+        """Use :meth:`SlidingWindows.of` (and :meth:`grace`) instead."""
         self.size = size
-        super().__init__(f"SlidingWindows.of({size!r})", lambda jvm: _build_sliding(jvm, size))
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        description = f"SlidingWindows.of({size!r})" + ("" if grace is None else f".grace({grace!r})")
+        super().__init__(description, lambda jvm: _build_sliding(jvm, size, grace))
+
+    def grace(self, grace: GraceLike) -> "SlidingWindows":
+        """The same windows with a grace period, for streaming queries.
+
+        The grace period is how long after a window's end its rows may still arrive: where the
+        streaming input has no ``withWatermark`` on the time column, the watermark is the largest
+        time seen minus the grace. A window is final (emitted in ``emit="final"`` mode, never
+        changed afterwards) once its end is behind the watermark; a row whose every window is
+        final is late (see ``late_rows`` of :func:`windowagg.window`). A ``withWatermark`` on the
+        input wins over the grace; batch queries see complete data and ignore it::
+
+            SlidingWindows.of("10 minutes").grace("1 minute")
+
+        :param grace: a duration, as a string (``"1 minute"``, ``"30 s"``) or a
+            :class:`datetime.timedelta`; zero is allowed.
+        :returns: a new :class:`SlidingWindows`; this one is unchanged.
+        :raises ValueError: when the grace is negative or cannot be parsed (a timedelta is checked
+            at once; a string at once when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for a grace of another type.
+        """
+        if isinstance(grace, bool) or not isinstance(grace, (str, datetime.timedelta)):
+            raise TypeError(
+                "a grace period must be a str such as '1 minute' or a datetime.timedelta, "
+                f"not {type(grace).__name__}"
+            )
+        if isinstance(grace, datetime.timedelta) and grace < datetime.timedelta(0):
+            raise ValueError(f"the grace period must not be negative, got {grace.total_seconds()} seconds")
+        return type(self)(self.size, grace)
 
 
 def _java_duration(jvm: Any, delta: datetime.timedelta) -> Any:
@@ -90,12 +122,18 @@ def _java_duration(jvm: Any, delta: datetime.timedelta) -> Any:
     return jvm.java.time.Duration.ofSeconds(micros // 1_000_000, (micros % 1_000_000) * 1000)
 
 
-def _build_sliding(jvm: Any, size: SizeLike) -> Any:
+def _build_sliding(jvm: Any, size: SizeLike, grace: Optional[GraceLike] = None) -> Any:
     factory = _jvm.jvm_class(jvm, "windowagg.SlidingWindows")
     if isinstance(size, datetime.timedelta):
-        return factory.of(_java_duration(jvm, size))
-    # A str picks of(String); an int picks of(long) (py4j widens a small int to long).
-    return factory.of(size)
+        definition = factory.of(_java_duration(jvm, size))
+    else:
+        # A str picks of(String); an int picks of(long) (py4j widens a small int to long).
+        definition = factory.of(size)
+    if grace is None:
+        return definition
+    if isinstance(grace, datetime.timedelta):
+        return definition.grace(_java_duration(jvm, grace))
+    return definition.grace(grace)
 
 
 def _ensure_definition(definition: Optional[WindowDefinition]) -> WindowDefinition:

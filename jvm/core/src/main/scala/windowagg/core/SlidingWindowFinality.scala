@@ -43,19 +43,23 @@ final class SlidingWindowFinality(size: Long) {
   }
 
   /**
-   * Every window ending at or after `from` that holds at least one of `times` (sorted), in start
-   * order: the windows a batch of new records changed.
+   * Every window ending at or after `from` that a batch of new records at `times` (sorted)
+   * changed, in start order: the windows holding one of them, and the right window of each (it
+   * starts just after the time, so it holds later records only, and exists now that the time does).
    */
-  def windowsHolding[P](partials: Iterator[Timed[P]], agg: PartialAggregation[P], from: Long, times: Array[Long])(
+  def windowsChangedBy[P](partials: Iterator[Timed[P]], agg: PartialAggregation[P], from: Long, times: Array[Long])(
       emit: (Long, Long, P) => Unit): Unit = {
     if (times.isEmpty) return
     val sweep = new SlidingWindowSweep[P](size, partials, agg)
     while (sweep.advance()) {
       val start = sweep.start
       val end = sweep.end
-      if (end >= from && holdsAny(times, start, end)) emit(start, end, sweep.aggregate)
+      if (end >= from && (holdsAny(times, start, end) || startsRightAfterAny(times, start))) emit(start, end, sweep.aggregate)
     }
   }
+
+  private def startsRightAfterAny(sorted: Array[Long], start: Long): Boolean =
+    start != Long.MinValue && java.util.Arrays.binarySearch(sorted, start - 1) >= 0
 
   private def holdsAny(sorted: Array[Long], start: Long, end: Long): Boolean = {
     var lo = 0

@@ -186,7 +186,7 @@ final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       }
       if (spec.emitUpdates) {
         val times = fresh.keys.toArray.sorted
-        finality.windowsHolding(sortedPartials(Long.MinValue), aggregates, watermark, times) { (s, e, p) =>
+        finality.windowsChangedBy(sortedPartials(Long.MinValue), aggregates, watermark, times) { (s, e, p) =>
           out += windowRow(keyRow, s, e, p)
         }
       }

@@ -127,8 +127,11 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       aggregates.map(_.aggregateFunction), aggregates.map(_.filter.getOrElse(Literal.TrueLiteral)),
       windowStart, windowEnd, aggregateOutput, input)
 
-    val windowStruct = CreateNamedStruct(Seq(
-      Literal("start"), windowStart, Literal("end"), windowEnd))
+    val bounds = CreateNamedStruct(Seq(Literal("start"), windowStart, Literal("end"), windowEnd))
+    // late rows emitted by a streaming aggregation have no window
+    val windowStruct =
+      if (child.isStreaming && window.options.emitLateRows) If(IsNull(windowStart), Literal(null, bounds.dataType), bounds)
+      else bounds
     def replace(e: Expression): Expression = e.transformDown {
       case ae: AggregateExpression =>
         aggregateOutput(aggregates.indexWhere(_.semanticEquals(ae)))

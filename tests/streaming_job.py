@@ -1,0 +1,63 @@
+"""A streaming windowagg job, run as a child process by test_streaming_exactly_once.py.
+
+    python tests/streaming_job.py INPUT OUTPUT CHECKPOINT LOCAL_DIR
+
+Reads the JSON files of INPUT one per micro-batch (availableNow), computes sliding windows of 30 s
+with a grace of 20 s (no withWatermark) and late rows emitted, and appends them to a Parquet file
+sink at OUTPUT with its checkpoint at CHECKPOINT. The test kills it (SIGKILL) and starts it again
+from the same checkpoint; it prints FINISHED when the query ends normally.
+"""
+
+import sys
+
+import streaming_support as ss
+
+SIZE = "30 seconds"
+GRACE = "20 seconds"
+
+
+def windows(stream):
+    """The job's query over a streaming (or, for the expected result, batch) input."""
+    from windowagg import SlidingWindows, window
+
+    return stream.groupBy("k", window("ts", SlidingWindows.of(SIZE).grace(GRACE), late_rows="emit")).agg(
+        *ss.aggregates()
+    )
+
+
+def main(argv):
+    input_dir, output_dir, checkpoint_dir, local_dir = argv
+    import windowagg
+
+    spark = windowagg.session(
+        app_name="windowagg-exactly-once",
+        master="local[2]",
+        config={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.local.dir": local_dir,
+            # a short-lived JVM: JIT compiling with C1 only starts it faster
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    stream = spark.readStream.schema(ss.SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir)
+    query = (
+        windows(stream)
+        .writeStream.format("parquet")
+        .option("path", output_dir)
+        .option("checkpointLocation", checkpoint_dir)
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    print(f"FINISHED after {len(query.recentProgress)} micro-batches", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
