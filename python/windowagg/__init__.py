@@ -22,10 +22,11 @@ and the table function ``sliding_window_agg(TABLE(t) PARTITION BY k ORDER BY (ts
 
 from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
 from windowagg.functions import metrics, window
-from windowagg.windows import SlidingWindows, WindowDefinition
+from windowagg.windows import SessionWindows, SlidingWindows, WindowDefinition
 
 __all__ = [
     "EXTENSION_CLASS",
+    "SessionWindows",
     "SlidingWindows",
     "WindowDefinition",
     "__version__",

@@ -107,14 +107,80 @@ class SlidingWindows(WindowDefinition):
             at once; a string at once when a SparkSession is running, otherwise on first use).
         :raises TypeError: for a grace of another type.
         """
-        if isinstance(grace, bool) or not isinstance(grace, (str, datetime.timedelta)):
-            raise TypeError(
-                "a grace period must be a str such as '1 minute' or a datetime.timedelta, "
-                f"not {type(grace).__name__}"
-            )
-        if isinstance(grace, datetime.timedelta) and grace < datetime.timedelta(0):
-            raise ValueError(f"the grace period must not be negative, got {grace.total_seconds()} seconds")
+        _check_grace(grace)
         return type(self)(self.size, grace)
+
+
+class SessionWindows(WindowDefinition):
+    """Kafka Streams' session windows (KIP-94).
+
+    Per key, records at most ``gap`` apart (inclusive), transitively, form one session
+    ``[first record time, last record time]``; a lone record makes ``[t, t]``. With a per-row gap
+    (:meth:`withDynamicGap`), a record at t with gap g keeps its session open until t + g. In
+    streaming, a record can bridge and merge sessions; with ``emit="updates"`` each session merged
+    away comes first as a row with ``retraction = true``.
+    """
+
+    @classmethod
+    def withInactivityGap(cls, gap: SizeLike) -> "SessionWindows":  # noqa: N802 (Kafka's name)
+        """Sessions closed by a fixed inactivity gap.
+
+        :param gap: a duration (``"5 minutes"``, :class:`datetime.timedelta`), or an ``int`` number
+            of ticks of an integral time column.
+        :raises ValueError: when the gap is not positive or cannot be parsed.
+        :raises TypeError: for a gap of another type.
+        """
+        if isinstance(gap, bool) or not isinstance(gap, (str, datetime.timedelta, int)):
+            raise TypeError(
+                "a session gap must be a str such as '5 minutes', a datetime.timedelta or an int "
+                f"number of ticks, not {type(gap).__name__}"
+            )
+        return cls(gap=gap)
+
+    @classmethod
+    def withDynamicGap(cls, gap_column: str) -> "SessionWindows":  # noqa: N802 (Kafka-style name)
+        """Sessions whose gap is read per row from ``gap_column``: a day-time interval for a
+        timestamp time column (e.g. ``F.make_dt_interval(secs=F.col("gap_s"))``), or ticks for an
+        integral one. Rows whose gap is null or not positive are not windowed and are counted
+        (``invalidGapRows`` in :func:`windowagg.metrics`; ``invalid_gap_rows`` in streaming).
+        """
+        if not isinstance(gap_column, str) or not gap_column.strip():
+            raise TypeError("the gap column must be a non-empty column name")
+        return cls(gap_column=gap_column)
+
+    def __init__(
+        self,
+        gap: Optional[SizeLike] = None,
+        gap_column: Optional[str] = None,
+        grace: Optional[GraceLike] = None,
+    ) -> None:
+        """Use :meth:`withInactivityGap` or :meth:`withDynamicGap` (and :meth:`grace`) instead."""
+        self.gap = gap
+        self.gap_column = gap_column
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        description = (
+            f"SessionWindows.withInactivityGap({gap!r})" if gap_column is None
+            else f"SessionWindows.withDynamicGap({gap_column!r})"
+        ) + ("" if grace is None else f".grace({grace!r})")
+        super().__init__(description, lambda jvm: _build_session(jvm, gap, gap_column, grace))
+
+    def grace(self, grace: GraceLike) -> "SessionWindows":
+        """The same sessions with a grace period for streaming (see :meth:`SlidingWindows.grace`):
+        where the input has no watermark, the watermark is the largest time seen minus the grace.
+        """
+        _check_grace(grace)
+        return type(self)(self.gap, self.gap_column, grace)
+
+
+def _check_grace(grace: Any) -> None:
+    if isinstance(grace, bool) or not isinstance(grace, (str, datetime.timedelta)):
+        raise TypeError(
+            "a grace period must be a str such as '1 minute' or a datetime.timedelta, "
+            f"not {type(grace).__name__}"
+        )
+    if isinstance(grace, datetime.timedelta) and grace < datetime.timedelta(0):
+        raise ValueError(f"the grace period must not be negative, got {grace.total_seconds()} seconds")
 
 
 def _java_duration(jvm: Any, delta: datetime.timedelta) -> Any:
@@ -124,22 +190,29 @@ def _java_duration(jvm: Any, delta: datetime.timedelta) -> Any:
 
 def _build_sliding(jvm: Any, size: SizeLike, grace: Optional[GraceLike] = None) -> Any:
     factory = _jvm.jvm_class(jvm, "windowagg.SlidingWindows")
-    if isinstance(size, datetime.timedelta):
-        definition = factory.of(_java_duration(jvm, size))
-    else:
-        # A str picks of(String); an int picks of(long) (py4j widens a small int to long).
-        definition = factory.of(size)
-    if grace is None:
-        return definition
-    if isinstance(grace, datetime.timedelta):
-        return definition.grace(_java_duration(jvm, grace))
-    return definition.grace(grace)
+    # A str picks of(String); an int picks of(long) (py4j widens a small int to long).
+    return _with_grace(jvm, factory.of(_span(jvm, size)), grace)
+
+
+def _build_session(jvm: Any, gap: Optional[SizeLike], gap_column: Optional[str], grace: Optional[GraceLike]) -> Any:
+    factory = _jvm.jvm_class(jvm, "windowagg.SessionWindows")
+    definition = factory.withDynamicGap(gap_column) if gap_column is not None else factory.withInactivityGap(_span(jvm, gap))
+    return _with_grace(jvm, definition, grace)
+
+
+def _span(jvm: Any, size: SizeLike) -> Any:
+    return _java_duration(jvm, size) if isinstance(size, datetime.timedelta) else size
+
+
+def _with_grace(jvm: Any, definition: Any, grace: Optional[GraceLike]) -> Any:
+    return definition if grace is None else definition.grace(_span(jvm, grace))
 
 
 def _ensure_definition(definition: Optional[WindowDefinition]) -> WindowDefinition:
     if not isinstance(definition, WindowDefinition):
         raise TypeError(
-            "expected a window definition such as windowagg.SlidingWindows.of('10 minutes'), "
+            "expected a window definition such as windowagg.SlidingWindows.of('10 minutes') or "
+            "windowagg.SessionWindows.withInactivityGap('5 minutes'), "
             f"not {type(definition).__name__}"
         )
     return definition

@@ -1,0 +1,103 @@
+"""Session windows from Python: batch against Spark's session_window, SQL, errors, streaming updates."""
+
+import datetime
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import functions as F
+
+from windowagg import SessionWindows, metrics, window
+
+
+@pytest.fixture(scope="module")
+def clicks(spark):
+    rows = [("u1", 0), ("u1", 5), ("u1", 10), ("u1", 16), ("u1", 30), ("u2", 3), ("u2", 9), (None, 1)]
+    return spark.createDataFrame(
+        [(u, datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=s), s) for u, s in rows],
+        "user string, ts timestamp, amount long",
+    )
+
+
+def sessions(df):
+    return {
+        (r["user"], r["start"].second, r["end"].second, r["n"], r["total"])
+        for r in df.select("user", "window.start", "window.end", "n", "total").collect()
+    }
+
+
+def test_sessions_are_first_to_last_with_an_inclusive_gap(clicks):
+    out = clicks.groupBy("user", window("ts", SessionWindows.withInactivityGap("5 seconds"))).agg(
+        F.count("*").alias("n"), F.sum("amount").alias("total")
+    )
+    assert sessions(out) == {
+        ("u1", 0, 10, 3, 15), ("u1", 16, 16, 1, 16), ("u1", 30, 30, 1, 30),
+        ("u2", 3, 3, 1, 3), ("u2", 9, 9, 1, 9), (None, 1, 1, 1, 1),
+    }
+
+
+def test_sessions_equal_spark_session_window_one_tick_wider(clicks):
+    ours = clicks.groupBy("user", window("ts", SessionWindows.withInactivityGap(datetime.timedelta(seconds=6)))).agg(
+        F.count("*").alias("n"), F.sum("amount").alias("total")
+    )
+    theirs = clicks.groupBy("user", F.session_window("ts", "6000001 microseconds").alias("w")).agg(
+        F.count("*").alias("n"), F.sum("amount").alias("total"), F.max("ts").alias("last")
+    ).select("user", F.col("w.start").alias("start"), F.col("last").alias("end"), "n", "total")
+    assert sessions(ours) == {(r["user"], r["start"].second, r["end"].second, r["n"], r["total"]) for r in theirs.collect()}
+
+
+def test_dynamic_gap_and_invalid_gaps_are_counted(spark):
+    df = spark.createDataFrame([("a", 0, 5), ("a", 3, None), ("a", 4, -1), ("a", 8, 5)], "k string, t long, g long")
+    out = df.groupBy("k", window("t", SessionWindows.withDynamicGap("g"))).count().select("window.start", "window.end", "count")
+    assert sorted(tuple(r) for r in out.collect()) == [(0, 0, 1), (8, 8, 1)]
+    assert metrics(out)["invalidGapRows"] == 2
+
+
+def test_session_window_agg_in_sql(spark, clicks):
+    clicks.createOrReplaceTempView("session_clicks")
+    out = spark.sql(
+        "SELECT * FROM session_window_agg(TABLE(session_clicks) PARTITION BY user ORDER BY (ts), "
+        "INTERVAL '5' SECOND, 'count(1) AS n, sum(amount) AS total')"
+    )
+    assert out.columns == ["user", "window_start", "window_end", "n", "total"]
+    assert out.count() == 6
+
+
+@pytest.mark.parametrize("gap", [0, -3, "0 seconds", "-1 minute"])
+def test_non_positive_gaps_are_rejected(spark, gap):
+    with pytest.raises(ValueError, match="positive"):
+        SessionWindows.withInactivityGap(gap)._java_definition()
+
+
+def test_a_gap_column_of_the_wrong_type_is_an_analysis_error(clicks):
+    with pytest.raises(AnalysisException, match="gap column"):
+        clicks.groupBy("user", window("ts", SessionWindows.withDynamicGap("user"))).count()
+
+
+def test_streaming_updates_retract_merged_sessions(spark, tmp_path):
+    import json
+    import os
+
+    folder = tmp_path / "in"
+    os.makedirs(folder)
+    for i, second in enumerate([0, 18, 9]):
+        with open(folder / f"part-{i}.json", "w") as f:
+            f.write(json.dumps({"user": "a", "ts": f"2024-01-01 00:00:{second:02d}", "amount": 1}) + "\n")
+        os.utime(folder / f"part-{i}.json", (1_700_000_000 + i, 1_700_000_000 + i))  # read in this order
+    stream = (
+        spark.readStream.schema("user string, ts timestamp, amount long").option("maxFilesPerTrigger", 1).json(str(folder))
+        .withWatermark("ts", "1 hour")
+    )
+    out = stream.groupBy("user", window("ts", SessionWindows.withInactivityGap("10 seconds"), emit="updates")).agg(
+        F.count("*").alias("n")
+    )
+    query = (
+        out.writeStream.format("memory").queryName("py_session_updates").outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
+    )
+    query.awaitTermination()
+    rows = {
+        (r["window"]["start"].second, r["window"]["end"].second, r["retraction"], r["n"])
+        for r in spark.table("py_session_updates").collect()
+    }
+    assert (0, 0, True, None) in rows and (18, 18, True, None) in rows
+    assert (0, 18, False, 3) in rows
