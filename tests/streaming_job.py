@@ -4,8 +4,10 @@
 
 Reads the JSON files of INPUT one per micro-batch (availableNow), computes sliding windows of 30 s
 with a grace of 20 s (no withWatermark) and late rows emitted, and appends them to a Parquet file
-sink at OUTPUT with its checkpoint at CHECKPOINT. The test kills it (SIGKILL) and starts it again
-from the same checkpoint; it prints FINISHED when the query ends normally.
+sink at OUTPUT with its checkpoint at CHECKPOINT; beside it, a second query computes sessions (gap
+8 s, grace 2 hours: no row is late for them) into OUTPUT-sessions with CHECKPOINT-sessions. The
+test kills it (SIGKILL) and starts it again from the same checkpoints; it prints FINISHED when
+both queries end normally.
 """
 
 import sys
@@ -14,6 +16,7 @@ import streaming_support as ss
 
 SIZE = "30 seconds"
 GRACE = "20 seconds"
+SESSION_GAP = "8 seconds"
 
 
 def windows(stream):
@@ -21,6 +24,15 @@ def windows(stream):
     from windowagg import SlidingWindows, window
 
     return stream.groupBy("k", window("ts", SlidingWindows.of(SIZE).grace(GRACE), late_rows="emit")).agg(
+        *ss.aggregates()
+    )
+
+
+def sessions(stream):
+    """The job's second query: KIP-94 sessions over the same input."""
+    from windowagg import SessionWindows, window
+
+    return stream.groupBy("k", window("ts", SessionWindows.withInactivityGap(SESSION_GAP).grace("2 hours"))).agg(
         *ss.aggregates()
     )
 
@@ -44,17 +56,21 @@ def main(argv):
     )
     spark.sparkContext.setLogLevel("ERROR")
     stream = spark.readStream.schema(ss.SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir)
-    query = (
-        windows(stream)
-        .writeStream.format("parquet")
-        .option("path", output_dir)
-        .option("checkpointLocation", checkpoint_dir)
+    queries = [
+        query.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", checkpoint)
         .outputMode("append")
         .trigger(availableNow=True)
         .start()
-    )
-    query.awaitTermination()
-    print(f"FINISHED after {len(query.recentProgress)} micro-batches", flush=True)
+        for query, out, checkpoint in [
+            (windows(stream), output_dir, checkpoint_dir),
+            (sessions(stream), output_dir + "-sessions", checkpoint_dir + "-sessions"),
+        ]
+    ]
+    for query in queries:
+        query.awaitTermination()
+    print(f"FINISHED after {len(queries[0].recentProgress)} micro-batches", flush=True)
     spark.stop()
     return 0
 

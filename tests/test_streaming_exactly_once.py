@@ -171,3 +171,11 @@ def test_exactly_once_across_driver_kills(spark, tmp_path):
     )
     assert len(want_late) == len(late_ids) + len(null_time_ids)
     assert got_late == want_late, ss.describe_difference(got_late, want_late)
+
+    # sessions, killed at the same points: exactly the batch sessions of every row with a time
+    got_sessions = ss.multiset(
+        spark.read.parquet(str(out) + "-sessions").where(~F.col("k").eqNullSafe("flush")).collect()
+    )
+    want_sessions = ss.multiset(streaming_job.sessions(rows.where(F.col("ts").isNotNull())).collect())
+    assert len(want_sessions) > 30
+    assert got_sessions == want_sessions, ss.describe_difference(got_sessions, want_sessions)
