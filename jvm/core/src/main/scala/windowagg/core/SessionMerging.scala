@@ -11,14 +11,22 @@ final case class OpenSession[P](first: Long, last: Long, reach: Long, partial: P
  * reach, t + gap (a fixed gap, or the record's own).
  *
  * A session is final once the watermark passes its reach: no record that could still extend it
- * is on time. A record is late when every session that could hold it is final: a new session of
- * its own would already be final (reach < watermark), or it would join a session that was already
- * closed (t ≤ `closedReach`, the largest reach of the key's closed sessions).
+ * is on time. A record is late when every session that could hold it is final: it bridges no open
+ * session, and a new session of its own would already be final (reach < watermark) or it would
+ * join a session that was already closed (t ≤ `closedReach`, the largest reach of the key's closed
+ * sessions). A record that bridges an open session joins it, however far behind the watermark.
  */
 final class SessionMerging[P](agg: PartialAggregation[P]) {
 
+  /** Whether a record that bridges no open session is late. */
   def isLate(time: Long, reach: Long, watermark: Long, closedReach: Option[Long]): Boolean =
     reach < watermark || closedReach.exists(time <= _)
+
+  /** Whether records at `time` reaching `reach` would join one of `sessions`. */
+  def bridgesAny(sessions: Seq[OpenSession[P]], time: Long, reach: Long): Boolean =
+    sessions.exists(s => bridges(s, time, reach))
+
+  private def bridges(s: OpenSession[P], time: Long, reach: Long): Boolean = s.first <= reach && time <= s.reach
 
   def isFinal(session: OpenSession[P], watermark: Long): Boolean = session.reach < watermark
 
@@ -33,7 +41,7 @@ final class SessionMerging[P](agg: PartialAggregation[P]) {
    */
   def add(sessions: Vector[OpenSession[P]], time: Long, reach: Long, partial: P)
       : (Vector[OpenSession[P]], Seq[OpenSession[P]], OpenSession[P]) = {
-    val (bridged, others) = sessions.partition(s => s.first <= reach && time <= s.reach)
+    val (bridged, others) = sessions.partition(bridges(_, time, reach))
     val record = OpenSession(time, time, reach, partial)
     // pieces in start order; the record goes after every bridged session starting at or before it
     val (before, after) = bridged.partition(_.first <= time)

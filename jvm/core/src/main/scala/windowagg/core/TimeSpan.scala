@@ -68,7 +68,7 @@ object TimeSpan {
    * Months and years are not fixed lengths of time and are rejected here.
    */
   def parse(text: String): TimeSpan.OfDuration = {
-    if (text == null) throw WindowError("a window size must not be null")
+    if (text == null) throw WindowError("a length of time (size, gap or grace) must not be null")
     val trimmed = text.trim.replaceFirst("(?i)^interval\\s+", "")
     if (trimmed.isEmpty) throw WindowError(s"cannot parse '$text' as a length of time")
     val matches = part.findAllMatchIn(trimmed).toList

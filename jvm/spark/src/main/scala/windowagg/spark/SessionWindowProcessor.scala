@@ -8,32 +8,34 @@ import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming._
 
+import windowagg.ResolvedWindows
 import windowagg.core.{OpenSession, SessionMerging}
+import windowagg.core.Ticks.saturatingAdd
 
 /**
  * KIP-94 sessions of one key in Structured Streaming (transformWithState, event time), with a
  * fixed or per-row gap.
  *
  * State per key: one partial aggregate per open session (keyed by its first record time, with its
- * last time and reach), `closedReach`, the largest reach of its closed sessions (a record within it
- * is late), and the largest gap seen (to know when closedReach stops mattering). A record merges
- * every open session it bridges; an event-time timer at each session's reach closes it once the
- * watermark passes, so no micro-batch scans all state. In update mode, a session merged away
- * (including one extended to new bounds) is retracted and the merged session emitted.
+ * last time and reach), and `closedReach`, the largest reach of its closed sessions (a record
+ * within it that bridges no open session is late). A record merges every open session it bridges;
+ * an event-time timer at each session's reach closes it once the watermark passes, so no
+ * micro-batch scans all state. With a fixed gap, closedReach is dropped once no on-time record can
+ * fall within it; with a per-row gap a later record may reach back arbitrarily far, so it stays.
+ * In update mode, a session merged away (including one extended to new bounds) is retracted and
+ * the merged session emitted.
  */
 final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
 
   @transient private var sessions: MapState[Long, Array[Byte]] = _
   @transient private var closedReach: ValueState[Long] = _
-  @transient private var widestGap: ValueState[Long] = _
   @transient private var merging: SessionMerging[InternalRow] = _
   @transient private var reachOf: (InternalRow, Long) => Option[Long] = _
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     sessions = handle.getMapState[Long, Array[Byte]]("sessions", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     closedReach = handle.getValueState[Long]("closedReach", Encoders.scalaLong, TTLConfig.NONE)
-    widestGap = handle.getValueState[Long]("widestGap", Encoders.scalaLong, TTLConfig.NONE)
     merging = new SessionMerging[InternalRow](aggregates)
     reachOf = WindowAggregateExec.reachOf(spec.windows, spec.gapOrdinal, spec.gapType)
   }
@@ -48,7 +50,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val closed = if (closedReach.exists()) Some(closedReach.get()) else None
 
     val fresh = mutable.HashMap.empty[Long, (Long, InternalRow)] // time -> (reach, partial)
-    var gapSeen = if (widestGap.exists()) widestGap.get() else 0L
+    val behind = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)] // late unless they join an open session
     inputRows.foreach { row =>
       val value = internalValue(row)
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
@@ -56,24 +58,30 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
         val t = readTime(value)
         reachOf(value, t) match {
           case None => out += lateRow(keyRow, value, ReasonInvalidGap)
-          case Some(reach) if merging.isLate(t, reach, watermark, closed) => out += lateRow(keyRow, value, ReasonLate)
+          case Some(reach) if merging.isLate(t, reach, watermark, closed) => behind += ((t, reach, value.copy()))
           case Some(reach) =>
             val (r, partial) = fresh.getOrElseUpdate(t, (reach, aggregates.newEmpty()))
             aggregates.update(partial, value)
             if (reach > r) fresh.update(t, (reach, partial))
-            gapSeen = math.max(gapSeen, reach - t)
         }
       }
     }
-    if (fresh.nonEmpty) {
-      widestGap.update(gapSeen)
-      val touched = mutable.Set.empty[Long]
-      fresh.toSeq.sortBy(_._1).foreach { case (t, (reach, partial)) =>
-        val (next, absorbed, merged) = merging.add(open, t, reach, partial)
-        absorbed.foreach(s => touched -= s.first)
-        touched += merged.first
-        open = next
-      }
+    val touched = mutable.Set.empty[Long]
+    def add(t: Long, reach: Long, partial: InternalRow): Unit = {
+      val (next, absorbed, merged) = merging.add(open, t, reach, partial)
+      absorbed.foreach(s => touched -= s.first)
+      touched += merged.first
+      open = next
+    }
+    fresh.toSeq.sortBy(_._1).foreach { case (t, (reach, partial)) => add(t, reach, partial) }
+    behind.sortBy(_._1).foreach { case (t, reach, value) =>
+      if (merging.bridgesAny(open, t, reach)) {
+        val partial = aggregates.newEmpty()
+        aggregates.update(partial, value)
+        add(t, reach, partial)
+      } else out += lateRow(keyRow, value, ReasonLate)
+    }
+    if (touched.nonEmpty) {
       save(open)
       open.foreach(s => getHandle.registerTimer(expiryMs(s.reach)))
       if (spec.emitUpdates) {
@@ -89,10 +97,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val watermark = watermarkTicks(timerValues)
     val out = mutable.ArrayBuffer.empty[Row]
     val open = closeFinal(internalKey(key), load(), watermark, out)
-    // A key with no open session keeps closedReach only while a record within it could be on time.
-    if (open.isEmpty && closedReach.exists() && closedReach.get() + widest < watermark) {
+    // With a fixed gap, a key with no open session keeps closedReach only while a record within it could be on time.
+    if (open.isEmpty && closedReach.exists() && fixedGap.exists(g => saturatingAdd(closedReach.get(), g) < watermark)) {
       closedReach.clear()
-      widestGap.clear()
     }
     out.iterator
   }
@@ -108,12 +115,15 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     }
     if (done.nonEmpty && remaining.isEmpty) {
       // wake up once closedReach no longer matters, to drop it
-      getHandle.registerTimer(expiryMs(closedReach.get() + widest))
+      fixedGap.foreach(g => getHandle.registerTimer(expiryMs(saturatingAdd(closedReach.get(), g))))
     }
     remaining
   }
 
-  private def widest: Long = if (widestGap.exists()) widestGap.get() else 0L
+  private val fixedGap: Option[Long] = spec.windows match {
+    case ResolvedWindows.Session(gap, _) => gap
+    case _ => None
+  }
 
   private def load(): Vector[OpenSession[InternalRow]] =
     sessions.iterator().map { case (first, bytes) =>
