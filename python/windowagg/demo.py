@@ -8,12 +8,23 @@ Run it with ``python -m windowagg.demo [--users N] [--events N] [--out DIR]``. I
 2. computes, per user, KIP-450 sliding windows of 10 minutes: clicks, total and maximum dwell, and
    distinct pages;
 3. prints the busiest windows and writes all windows to Parquet under ``--out``.
+
+With ``--streaming`` the same clickstream is cut by arrival time into files (``--files``) that land
+one by one in a folder, read as a stream (one file per micro-batch). The 10-minute windows are
+computed in Structured Streaming with a watermark one minute (``--grace``) behind the latest
+click; each window is written once, when final, and clicks that arrive after all their windows
+are final are written aside with the reason. In this mode the 1% of delayed clicks arrive up to
+30 minutes late (``--max-delay-minutes``) instead of 10, so that some of them miss their windows.
+Outputs, under ``--out`` (default ``out/demo-stream``): ``windows/`` and ``late/`` (Parquet, one
+folder per micro-batch), ``checkpoint/`` and ``landing/`` (the input files).
 """
 
 import argparse
 import os
+import shutil
+import threading
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 PAGES = [
     "/",
@@ -35,9 +46,15 @@ SPAN_HOURS = 8  # the day the clicks span
 START = "2024-03-01 08:00:00"
 
 
-def generate_clicks(spark, users: int, events: int, seed: int = 7):
+def generate_clicks(
+    spark, users: int, events: int, seed: int = 7, max_delay_minutes: int = 10, ordered: bool = True
+):
     """The clickstream as a DataFrame ``(user_id, page, dwell_ms, event_time, arrival_time)``,
-    in arrival order; the same arguments give the same rows on any machine."""
+    in arrival order (in no particular order if not ``ordered``); the same arguments give the same
+    rows on any machine.
+
+    ``max_delay_minutes`` bounds the extra delay of the 1% of clicks that arrive late; it changes
+    only ``arrival_time`` (the streaming demo raises it so that some clicks miss their windows)."""
     from pyspark.sql import functions as F
 
     prime = 2_147_483_647
@@ -71,25 +88,26 @@ def generate_clicks(spark, users: int, events: int, seed: int = 7):
                 )
             ).cast("long"),
         )
-        # arrival delay: ~2 s on average, and 1% of clicks up to 10 minutes late
+        # arrival delay: ~2 s on average, and 1% of clicks up to max_delay_minutes (10) late
         .withColumn(
             "delay_ms",
             F.floor(-F.log(uniform(F.col("id"), salt[7])) * 2000)
-            + F.when(uniform(F.col("id"), salt[8]) < 0.01, F.floor(uniform(F.col("id"), salt[9]) * 600_000)).otherwise(0),
+            + F.when(
+                uniform(F.col("id"), salt[8]) < 0.01,
+                F.floor(uniform(F.col("id"), salt[9]) * (max_delay_minutes * 60_000)),
+            ).otherwise(0),
         )
         .withColumn("event_ms", start_ms + F.col("session_start_ms") + F.col("offset_ms"))
     )
     page_names = F.array(*[F.lit(p) for p in PAGES])
-    return (
-        clicks.select(
-            F.format_string("user%05d", F.col("user").cast("int")).alias("user_id"),
-            F.element_at(page_names, (F.col("page_index") + 1).cast("int")).alias("page"),
-            F.col("dwell_ms"),
-            F.timestamp_millis(F.col("event_ms")).alias("event_time"),
-            F.timestamp_millis(F.col("event_ms") + F.col("delay_ms")).alias("arrival_time"),
-        )
-        .orderBy("arrival_time", "user_id", "event_time", "page", "dwell_ms")
+    rows = clicks.select(
+        F.format_string("user%05d", F.col("user").cast("int")).alias("user_id"),
+        F.element_at(page_names, (F.col("page_index") + 1).cast("int")).alias("page"),
+        F.col("dwell_ms"),
+        F.timestamp_millis(F.col("event_ms")).alias("event_time"),
+        F.timestamp_millis(F.col("event_ms") + F.col("delay_ms")).alias("arrival_time"),
     )
+    return rows.orderBy("arrival_time", "user_id", "event_time", "page", "dwell_ms") if ordered else rows
 
 
 def sliding_activity(clicks, size: str = "10 minutes"):
@@ -119,13 +137,41 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m windowagg.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=2_000, help="number of users (default 2000)")
     parser.add_argument("--events", type=int, default=300_000, help="number of clicks (default 300000)")
-    parser.add_argument("--out", default=os.path.join("out", "demo"), help="output folder (default out/demo)")
+    parser.add_argument(
+        "--out", default=None, help="output folder (default out/demo, or out/demo-stream with --streaming)"
+    )
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data (default 7)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    streaming = parser.add_argument_group("streaming mode")
+    streaming.add_argument(
+        "--streaming", action="store_true", help="compute the windows in Structured Streaming, from files landing one by one"
+    )
+    streaming.add_argument("--files", type=int, default=24, help="input files, one per micro-batch (default 24)")
+    streaming.add_argument(
+        "--grace", default="1 minute", help="how far the watermark trails the latest click (default '1 minute')"
+    )
+    streaming.add_argument(
+        "--max-delay-minutes",
+        type=int,
+        default=30,
+        help="longest delay of the 1%% of late-arriving clicks (default 30; the batch mode uses 10)",
+    )
+    streaming.add_argument(
+        "--land-every", type=float, default=0.5, help="seconds between two files landing (default 0.5)"
+    )
     args = parser.parse_args(argv)
     if args.users < 1 or args.events < 1:
         parser.error("--users and --events must be positive")
+    if args.streaming:
+        if args.files < 1 or args.max_delay_minutes < 0 or args.land_every < 0:
+            parser.error("--files must be positive, --max-delay-minutes and --land-every not negative")
+        return _run_streaming(args)
+    if args.out is None:
+        args.out = os.path.join("out", "demo")
+    return _run_batch(args)
 
+
+def _run_batch(args: argparse.Namespace) -> int:
     import windowagg
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -166,6 +212,236 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         spark.stop()
     return 0
+
+
+# ----------------------------------------------------------------------------------- streaming
+
+
+def streaming_window(spark, time_col: str, size: str, grace: str, emit: str, late_rows: str):
+    """``windowagg.window(time_col, SlidingWindows.of(size).grace(grace), emit=..., late_rows=...)``;
+    with a windowagg package that predates those arguments, the same column from the JVM's
+    ``windowagg.functions.window``."""
+    import inspect
+
+    import windowagg
+    from windowagg import SlidingWindows
+
+    if hasattr(SlidingWindows, "grace") and {"emit", "late_rows"} <= set(inspect.signature(windowagg.window).parameters):
+        return windowagg.window(time_col, SlidingWindows.of(size).grace(grace), emit=emit, late_rows=late_rows)
+    from pyspark.sql import functions as F
+    from pyspark.sql.classic.column import Column, _to_java_column
+
+    jvm = spark.sparkContext._jvm
+    definition = jvm.windowagg.SlidingWindows.of(size).grace(grace)
+    options = {"emit": emit, "lateRows": late_rows}
+    return Column(jvm.windowagg.functions.window(_to_java_column(F.col(time_col)), definition, options))
+
+
+CLICK_SCHEMA = "user_id STRING, page STRING, dwell_ms BIGINT, event_time TIMESTAMP, arrival_time TIMESTAMP"
+
+
+def stage_click_files(clicks, folder: str, files: int, max_delay_minutes: int) -> List[str]:
+    """Writes ``clicks`` cut into ``files`` consecutive slices of arrival time, one Parquet file per
+    slice (rows in arrival order), and returns the files in arrival order (empty slices have none)."""
+    import glob
+
+    from pyspark.sql import functions as F
+
+    # arrivals lie between START and the last visit's end plus the longest delay (and a minute
+    # for the few-seconds jitter); the last slice takes any straggler
+    low = F.unix_millis(F.to_timestamp(F.lit(START)))
+    span_ms = (SPAN_HOURS * 60 + SESSION_MINUTES + max_delay_minutes + 1) * 60_000
+    width = span_ms // files + 1
+    slice_of = F.least(F.floor((F.unix_millis("arrival_time") - low) / F.lit(width)), F.lit(files - 1))
+    (
+        clicks.withColumn("slice", slice_of.cast("int"))
+        .repartition(min(files, 4), "slice")  # each slice in one task: one file per slice
+        .sortWithinPartitions("arrival_time", "user_id", "event_time")
+        .write.partitionBy("slice")
+        .parquet(folder)
+    )
+    staged = []
+    for i in range(files):
+        staged.extend(sorted(glob.glob(os.path.join(folder, f"slice={i}", "*.parquet"))))
+    return staged
+
+
+def land_files(staged: List[str], landing: str, every: float, stop: threading.Event) -> None:
+    """Moves the staged files into ``landing`` one by one (an atomic rename each, so the stream
+    never sees half a file), ``every`` seconds apart; modification times increase file by file,
+    the order in which the file source picks them up."""
+    first = time.time() - len(staged)
+    for i, path in enumerate(staged):
+        if stop.is_set():
+            return
+        os.utime(path, (first + i, first + i))
+        os.replace(path, os.path.join(landing, f"clicks-{i:04d}.parquet"))
+        if every > 0 and i + 1 < len(staged):
+            stop.wait(every)
+
+
+def _run_streaming(args: argparse.Namespace) -> int:
+    import windowagg
+    from pyspark.sql import functions as F
+
+    began = time.time()
+    out = os.path.abspath(args.out or os.path.join("out", "demo-stream"))
+    paths = {name: os.path.join(out, name) for name in ("landing", "staging", "checkpoint", "windows", "late")}
+    for path in paths.values():  # a fresh run: the checkpoint would otherwise resume the last one
+        shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(paths["landing"])
+
+    spark = windowagg.session(
+        app_name="windowagg-demo-streaming",
+        master=args.master,
+        config={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            # streaming windows keep their state with transformWithState, on RocksDB
+            "spark.sql.streaming.stateStore.providerClass": (
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+            ),
+            "spark.sql.streaming.numRecentProgressUpdates": "1000",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    stop = threading.Event()
+    writer = None
+    query = None
+    try:
+        # the files are cut and sorted by arrival time below: no need for a global sort here
+        clicks = generate_clicks(
+            spark, args.users, args.events, args.seed, max_delay_minutes=args.max_delay_minutes, ordered=False
+        )
+        staged = stage_click_files(clicks, paths["staging"], args.files, args.max_delay_minutes)
+        print(
+            f"{args.events} clicks of {args.users} users, cut by arrival time into {len(staged)} files "
+            f"({time.time() - began:.1f} s); they land in {paths['landing']} one by one"
+        )
+
+        stream = (
+            spark.readStream.schema(CLICK_SCHEMA)
+            .option("maxFilesPerTrigger", 1)  # one file per micro-batch
+            .parquet(paths["landing"])
+        )
+        # each window once, when final; late clicks come out as rows with late_reason and late_row
+        window = streaming_window(spark, "event_time", "10 minutes", args.grace, emit="final", late_rows="emit")
+        windows = stream.groupBy("user_id", window).agg(
+            F.count(F.lit(1)).alias("clicks"),
+            F.sum("dwell_ms").alias("total_dwell_ms"),
+            F.max("dwell_ms").alias("max_dwell_ms"),
+            F.size(F.collect_set("page")).alias("distinct_pages"),
+        )
+
+        def write_batch(batch, batch_id: int) -> None:
+            # One folder per micro-batch, overwritten if the batch is replayed after a failure:
+            # with the checkpoint, each window lands exactly once.
+            batch.persist()
+            try:
+                (
+                    batch.where(F.col("late_reason").isNull())
+                    .select(
+                        "user_id",
+                        F.col("window.start").alias("window_start"),
+                        F.col("window.end").alias("window_end"),
+                        "clicks",
+                        "total_dwell_ms",
+                        "max_dwell_ms",
+                        "distinct_pages",
+                    )
+                    .write.mode("overwrite")
+                    .parquet(os.path.join(paths["windows"], f"batch={batch_id}"))
+                )
+                (
+                    batch.where(F.col("late_reason").isNotNull())
+                    .select("late_reason", "late_row.*")
+                    .write.mode("overwrite")
+                    .parquet(os.path.join(paths["late"], f"batch={batch_id}"))
+                )
+            finally:
+                batch.unpersist()
+
+        query = (
+            windows.writeStream.queryName("sliding_clicks")
+            .outputMode("append")  # final emission: each window once, when the watermark passes its end
+            .option("checkpointLocation", paths["checkpoint"])
+            .foreachBatch(write_batch)
+            .start()
+        )
+        writer = threading.Thread(
+            target=land_files, args=(staged, paths["landing"], args.land_every, stop), name="land-files", daemon=True
+        )
+        streaming_began = time.time()
+        writer.start()
+        writer.join()
+        query.processAllAvailable()
+        # the watermark moved by the last file takes effect in one more micro-batch without data
+        last_data = max((p["batchId"] for p in query.recentProgress if p["numInputRows"] > 0), default=-1)
+        deadline = time.time() + 15
+        while time.time() < deadline and not any(p["batchId"] > last_data for p in query.recentProgress):
+            time.sleep(0.2)
+        progress = query.recentProgress
+        query.stop()
+        query = None
+
+        print(f"Streamed the {len(staged)} files in {time.time() - streaming_began:.1f} s")
+        _print_streaming_summary(spark, paths, progress, began)
+    finally:
+        stop.set()
+        if query is not None:
+            query.stop()
+        spark.stop()
+        shutil.rmtree(paths["staging"], ignore_errors=True)
+    return 0
+
+
+def _print_streaming_summary(spark, paths: Dict[str, str], progress, began: float) -> None:
+    from pyspark.sql import functions as F
+
+    data_batches = [p for p in progress if p["numInputRows"] > 0]
+    observed = {"late_rows": 0, "null_time_rows": 0}
+    for p in progress:
+        metrics = (p.get("observedMetrics") or {}).get("windowagg")
+        if metrics is not None:
+            for name in observed:
+                observed[name] += int(metrics[name] or 0)
+    watermark = progress[-1]["eventTime"].get("watermark") if progress else None
+    state_rows = [sum(op["numRowsTotal"] for op in p["stateOperators"]) for p in progress]
+
+    windows = spark.read.parquet(paths["windows"])
+    late = spark.read.parquet(paths["late"])
+    window_count = windows.count()
+    by_reason = {r["late_reason"]: r["count"] for r in late.groupBy("late_reason").count().collect()}
+    only_watermark = len(progress) - len(data_batches)
+    print(
+        f"{sum(p['numInputRows'] for p in progress)} clicks read in {len(data_batches)} micro-batches"
+        + (f" (and {only_watermark} without data, moving the watermark)" if only_watermark else "")
+        + f"; last watermark {watermark}"
+    )
+    print(f"final windows written: {window_count} -> {paths['windows']}")
+    print(f"late rows written: {sum(by_reason.values())} {by_reason or ''} -> {paths['late']}")
+    print(f"observed metrics 'windowagg' over the run: {observed}")
+    if state_rows:
+        print(f"state rows after each micro-batch: max {max(state_rows)}, at the end {state_rows[-1]}")
+    print("Windows ending after the last watermark stay open: later clicks would make them final.")
+    if by_reason:
+        print("A few late clicks (every window that could hold them was final when they arrived):")
+        (
+            late.select(
+                "late_reason",
+                "user_id",
+                "event_time",
+                "arrival_time",
+                F.round((F.unix_millis("arrival_time") - F.unix_millis("event_time")) / 60000.0, 1).alias(
+                    "delay_minutes"
+                ),
+            )
+            .orderBy("arrival_time", "user_id")
+            .show(5, truncate=False)
+        )
+    print(f"Done in {time.time() - began:.1f} s")
 
 
 if __name__ == "__main__":
