@@ -171,7 +171,7 @@ final class SparkAggregates(
 
   private lazy val toUnsafe = UnsafeProjection.create(bufferTypes.toArray)
 
-  /** A compact, self-contained encoding of `buffer` (typed buffers serialized by their aggregate). */
+  /** A compact, self-contained encoding of `buffer` (typed buffers serialized by their aggregate), owned by the caller. */
   def toBytes(buffer: InternalRow): Array[Byte] = {
     var i = 0
     val objects = new Array[Any](typed.length)
@@ -181,7 +181,7 @@ final class SparkAggregates(
       buffer.update(offset, typed(i).serialize(objects(i)))
       i += 1
     }
-    val bytes = toUnsafe(buffer).getBytes
+    val bytes = toUnsafe(buffer).copy().getBytes // the projection reuses its row: the bytes must be ours
     i = 0
     while (i < typed.length) { buffer.update(typedOffsets(i), objects(i)); i += 1 }
     bytes

@@ -162,8 +162,9 @@ final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val keyRow = internalKey(key)
     val out = mutable.ArrayBuffer.empty[Row]
     // Windows that became final before these rows arrived are closed first: rows behind the
-    // watermark may only change windows that are still open.
-    var nextEnd = finalizeUpTo(keyRow, watermark, out)
+    // watermark may only change windows that are still open. The key's partials are read once.
+    val stored = mutable.HashMap.empty[Long, Array[Byte]] ++= partials.iterator()
+    var nextEnd = finalizeUpTo(keyRow, watermark, stored, out)
 
     val fresh = mutable.HashMap.empty[Long, InternalRow]
     inputRows.foreach { row =>
@@ -177,58 +178,65 @@ final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     }
     if (fresh.nonEmpty) {
       fresh.foreach { case (t, batch) =>
-        val merged =
-          if (partials.containsKey(t)) aggregates.mergeInto(aggregates.fromBytes(partials.getValue(t)), batch)
-          else batch
-        partials.updateValue(t, aggregates.toBytes(merged))
+        val merged = stored.get(t).map(bytes => aggregates.mergeInto(aggregates.fromBytes(bytes), batch)).getOrElse(batch)
+        val bytes = aggregates.toBytes(merged)
+        partials.updateValue(t, bytes)
+        stored.update(t, bytes)
         // every window holding or created by t ends at or after t, and an open one at or after the watermark
         nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(t, watermark)))
       }
       if (spec.emitUpdates) {
         val times = fresh.keys.toArray.sorted
-        finality.windowsChangedBy(sortedPartials(Long.MinValue), aggregates, watermark, times) { (s, e, p) =>
+        finality.windowsChangedBy(sorted(stored, Long.MinValue), aggregates, watermark, times) { (s, e, p) =>
           out += windowRow(keyRow, s, e, p)
         }
       }
     }
     scheduleTimer(nextEnd)
-    dropIfEmpty()
+    dropIfEmpty(stored)
     out.iterator
   }
 
   override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
     timer.clear() // the fired timer is gone
     val out = mutable.ArrayBuffer.empty[Row]
-    scheduleTimer(finalizeUpTo(internalKey(key), watermarkTicks(timerValues), out))
-    dropIfEmpty()
+    val stored = mutable.HashMap.empty[Long, Array[Byte]] ++= partials.iterator()
+    scheduleTimer(finalizeUpTo(internalKey(key), watermarkTicks(timerValues), stored, out))
+    dropIfEmpty(stored)
     out.iterator
   }
 
   /**
    * Emits (in final mode) the windows ending in [finalBefore, watermark), drops partials no open
-   * window needs, and returns the end of the next window to become final.
+   * window needs (from the state and from `stored`, the key's partials as read), and returns the
+   * end of the next window to become final.
    */
-  private def finalizeUpTo(keyRow: InternalRow, watermark: Long, out: mutable.ArrayBuffer[Row]): Option[Long] = {
+  private def finalizeUpTo(keyRow: InternalRow, watermark: Long, stored: mutable.HashMap[Long, Array[Byte]],
+      out: mutable.ArrayBuffer[Row]): Option[Long] = {
     val from = if (finalBefore.exists()) finalBefore.get() else Long.MinValue
     if (watermark <= from) return if (timer.exists()) Some(timerEnd(timer.get())) else None
     val keep = finality.oldestNeeded(watermark)
-    val next = finality.windowsEndingIn(sortedPartials(finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
+    val next = finality.windowsEndingIn(sorted(stored, finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
       if (!spec.emitUpdates) out += windowRow(keyRow, s, e, p)
     }
-    partials.keys().filter(_ < keep).toList.foreach(partials.removeKey)
+    stored.keys.filter(_ < keep).toList.foreach { t =>
+      partials.removeKey(t)
+      stored.remove(t)
+    }
     finalBefore.update(watermark)
     next
   }
 
   /** A key with no partials left keeps no state: its next rows start from the watermark they meet. */
-  private def dropIfEmpty(): Unit =
-    if (!partials.keys().hasNext) {
+  private def dropIfEmpty(stored: mutable.HashMap[Long, Array[Byte]]): Unit =
+    if (stored.isEmpty) {
       finalBefore.clear()
       scheduleTimer(None)
     }
 
-  private def sortedPartials(from: Long): Iterator[Timed[InternalRow]] =
-    partials.iterator().filter(_._1 >= from).toArray.sortBy(_._1).iterator
+  /** The partials from `from` on, in time order, decoded only as the sweep reaches them. */
+  private def sorted(stored: mutable.HashMap[Long, Array[Byte]], from: Long): Iterator[Timed[InternalRow]] =
+    stored.iterator.filter(_._1 >= from).toArray.sortBy(_._1).iterator
       .map { case (t, bytes) => Timed(t, aggregates.fromBytes(bytes)) }
 
   private def scheduleTimer(nextEnd: Option[Long]): Unit = {
