@@ -235,24 +235,8 @@ def query(name: str, spark, a, source: Path):
 
 # ------------------------------------------------------------------------- machine and CPU use
 
-_CLK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _busy_jiffies() -> int | None:
-    try:
-        f = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f[:8])
-        return user + nice + system + irq + softirq + steal
-    except (OSError, ValueError):
-        return None
-
-
-def _proc_jiffies(pid: int) -> int | None:
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(f[11]) + int(f[12])
-    except (OSError, ValueError, IndexError):
-        return None
+# CPU accounting from /proc, shared with the batch benchmark
+from sliding_batch import _CLK, _busy_jiffies, _proc_jiffies  # noqa: E402
 
 
 class Cpu:
