@@ -130,46 +130,56 @@ def fmt_ratio(r, lb=None) -> str:
 
 
 def plot(res, path: Path):
+    """Two panels, median wall time and median CPU time against rows per window (log-log);
+    wall-time points of contended cells (†) are drawn hollow."""
     ensure_matplotlib()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
     timeout = res["args"]["timeout"]
     targets = [p["target"] for p in res["points"]]
     xs = {p["target"]: (p.get("mean_rows_per_left_window") or p["target"]) for p in res["points"]}
-    fig, ax = plt.subplots(figsize=(8, 5.2), dpi=120)
-    for comp in ORDER:
-        pts = [(xs[t], cell(res, comp, t)) for t in targets]
-        pts = [(x, c) for x, c in pts if c is not None]
-        if not pts:
-            continue
-        ok = [(x, c["median_s"]) for x, c in pts if c["status"] == "ok"]
-        if ok:
-            ax.plot([x for x, _ in ok], [y for _, y in ok], label=SHORT[comp], **STYLE[comp])
-        to = [x for x, c in pts if c["status"] == "timeout"]
-        if to:
-            ax.scatter(to, [timeout] * len(to), marker="x", s=80, color=STYLE[comp]["color"], zorder=5)
-            for x in to:
-                ax.annotate(f"{SHORT[comp]}: > {timeout:.0f} s", (x, timeout), textcoords="offset points",
-                            xytext=(-10, 8), ha="right", fontsize=8, color=STYLE[comp]["color"])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.xaxis.set_major_locator(FixedLocator(sorted(xs.values())))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("mean rows per window (records in [t − S, t], measured)")
-    ax.set_ylabel("median wall time, seconds (log)")
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2), dpi=110)
+    for ax, metric in zip(axes, ("wall", "cpu")):
+        for comp in ORDER:
+            pts = [(xs[t], cell(res, comp, t)) for t in targets]
+            pts = [(x, c) for x, c in pts if c is not None]
+            if not pts:
+                continue
+            ok = [(x, value(res, c, metric), c) for x, c in pts if c["status"] == "ok"]
+            ok = [(x, y, c) for x, y, c in ok if y is not None]
+            st = STYLE[comp]
+            if ok:
+                ax.plot([x for x, _, _ in ok], [y for _, y, _ in ok], label=SHORT[comp],
+                        **{k: v for k, v in st.items() if k != "marker"})
+                for x, y, c in ok:
+                    hollow = metric == "wall" and c.get("contended_runs")
+                    ax.scatter([x], [y], marker=st["marker"], s=45, zorder=4,
+                               facecolors="white" if hollow else st["color"], edgecolors=st["color"])
+            to = [x for x, c in pts if c["status"] == "timeout"]
+            if to and metric == "wall":
+                ax.scatter(to, [timeout] * len(to), marker="x", s=80, color=st["color"], zorder=5)
+                for x in to:
+                    ax.annotate(f"{SHORT[comp]}: > {timeout:.0f} s", (x, timeout), textcoords="offset points",
+                                xytext=(-10, 8), ha="right", fontsize=8, color=st["color"])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_locator(FixedLocator(sorted(xs.values())))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("mean rows per window (records in [t − S, t], measured)")
+        ax.set_ylabel("median wall time, s (log); hollow: shared the cores (†)" if metric == "wall"
+                      else "median CPU time of the benchmark process, s (log)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
     w = res["workload"]
-    ax.set_title(f"Sliding-window sum/count/max, {w['rows'] / 1e6:g}M rows, {w['keys']} keys, "
-                 f"{res['config']['master']}", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"Sliding-window sum/count/max, {w['rows'] / 1e6:g}M rows, {w['keys']} keys, "
+                 f"{res['config']['master']}: wall time (left), CPU time (right)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -282,8 +292,9 @@ def render(res, img_rel: str, json_rel: str) -> str:
     if contended:
         L.append("")
         L.append(f"† At least one timed run of this cell shared the 2 cores with other processes on the "
-                 f"machine (more than {a.get('contended', 0.2)} cores on average, measured from /proc; "
-                 f"such runs were retried up to {a.get('retries', 0)} times and the least contended attempt kept). "
+                 f"machine (more than {a.get('contended', 0.2)} cores on average, measured from /proc"
+                 + (f"; such runs were retried up to {a['retries']} times and the least contended attempt kept"
+                    if a.get("retries") else "; this run did not retry them") + "). "
                  "Those cells read high. Worst: " + ", ".join(
                      f"{SHORT[c['competitor']]} @ ~{c['target']:,}: {c['contended_runs']} of "
                      f"{len(c['times_s'])} runs, up to {c['max_foreign_cores']:.2f} cores"
@@ -385,7 +396,7 @@ def render(res, img_rel: str, json_rel: str) -> str:
     L.append("```")
     L.append("WINDOWAGG_JAR=/path/to/windowagg.jar bench/run          # full run (this page); bench/run --quick for a smoke run")
     L.append("bench/run --help                                         # rows, keys, points, reps, timeout, competitors")
-    L.append(".venv/bin/python bench/report.py bench/results/sliding_batch-full.json   # regenerate this page")
+    L.append(f".venv/bin/python bench/report.py {json_rel}   # regenerate this page")
     L.append("```")
     L.append("")
     return "\n".join(L)

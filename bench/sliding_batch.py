@@ -14,8 +14,11 @@ per key `k` over windows of size S on `ts`:
 
 Every result is consumed in full on the executors with the `noop` sink; nothing big comes back to
 the driver. Per (point, competitor): one untimed warm-up run, then --reps timed runs, median
-reported. A run that exceeds --timeout seconds is cancelled and reported as "timed out > N s";
-that competitor is then not tried at larger S (its cost only grows with S).
+reported (one timed run when the warm-up took over --long-run s). A run that exceeds --timeout
+seconds is cancelled and reported as "timed out > N s"; that competitor is then not tried at
+larger S (its cost only grows with S). Each run also records the CPU seconds of this benchmark's
+processes and of all other processes on the machine (from /proc), so that runs which shared the
+2 cores with someone else's work are visible. Cells run targets-first (see --order).
 
 Results go to bench/results/<tag>.json and .csv after every measurement (a partial run keeps what
 it measured); a full run then regenerates docs/benchmarks.md and its plot via bench/report.py.
@@ -73,19 +76,19 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="target mean rows per window, comma separated (default 10,100,500,1500)")
     p.add_argument("--reps", type=int, help="timed repetitions per cell after one warm-up (default 3; quick 2)")
     p.add_argument("--timeout", type=float,
-                   help="seconds allowed for one run before it is cancelled (default 600; quick 120)")
-    p.add_argument("--long-run", type=float, default=120.0,
+                   help="seconds allowed for one run before it is cancelled (default 300; quick 120)")
+    p.add_argument("--long-run", type=float, default=60.0,
                    help="if the warm-up of a cell took longer than this many seconds, take only one timed "
                         "repetition (run-to-run noise is then negligible; reported as n=1)")
     p.add_argument("--contended", type=float, default=0.2,
                    help="a run during which other processes on the machine used more than this many cores "
                         "on average is flagged as contended (default 0.2)")
-    p.add_argument("--retries", type=int, default=1,
+    p.add_argument("--retries", type=int, default=0,
                    help="times a contended timed run (shorter than --long-run) is repeated; of the attempts, the one "
-                        "during which other processes took the least CPU is kept (default 1)")
-    p.add_argument("--quiet-wait", type=float, default=30.0,
+                        "during which other processes took the least CPU is kept (default 0)")
+    p.add_argument("--quiet-wait", type=float, default=0.0,
                    help="before each run, wait up to this many seconds for other processes to calm down "
-                        "below --contended cores (default 30; 0 to not wait)")
+                        "below --contended cores (default 0: do not wait)")
     p.add_argument("--competitors", default=",".join(COMPETITORS),
                    help=f"comma separated subset of {','.join(COMPETITORS)}")
     p.add_argument("--order", choices=["targets-first", "points"], default="targets-first",
@@ -111,7 +114,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     a.rows = a.rows or (200_000 if q else 4_000_000)
     a.keys = a.keys or (50 if q else 1000)
     a.reps = a.reps or (2 if q else 3)
-    a.timeout = a.timeout or (120.0 if q else 600.0)
+    a.timeout = a.timeout or (120.0 if q else 300.0)
     a.tag = a.tag or ("quick" if q else "full")
     if a.docs is None:
         a.docs = not q
@@ -653,55 +656,54 @@ def main(argv=None) -> int:
     log("cell order: " + ", ".join(f"{c}@{t}" for t, _, c in plan))
     given_up: dict[str, tuple[int, str]] = {}  # competitor -> (smallest S that failed, why)
     for target, s, comp in plan:
-        if True:
-            cell = {"competitor": comp, "target": target, "window_seconds": s, "times_s": [],
-                    "warmup_s": None, "median_s": None, "status": None, "note": None,
-                    "contended_runs": 0, "max_foreign_cores": None}
-            res["cells"].append(cell)
-            if comp in given_up and s >= given_up[comp][0]:
-                cell["status"] = "skipped"
-                cell["note"] = given_up[comp][1]
-                log(f"{comp:12s} rows/window~{target:5d} S={s:4d}s: skipped ({given_up[comp][1]})")
-                write_results(res, a.tag)
-                continue
-            w = one_run(comp, target, s, "warm-up")
-            cell["warmup_s"] = w["seconds"]
-            if w["status"] != "ok":
-                if w["status"] == "timeout":
-                    cell["status"] = "timeout"
-                    cell["note"] = f"timed out > {a.timeout:.0f} s (warm-up run cancelled)"
-                    given_up[comp] = (s, f"timed out > {a.timeout:.0f} s at S = {s} s")
-                else:
-                    cell["status"] = "error"
-                    cell["note"] = w["status"]
-                    given_up[comp] = (s, f"failed at S = {s} s")
-                write_results(res, a.tag)
-                continue
-            reps = 1 if w["seconds"] > a.long_run else a.reps
-            if reps < a.reps:
-                cell["note"] = f"1 timed run: warm-up took {w['seconds']:.0f} s > {a.long_run:.0f} s"
-            for i in range(reps):
-                r = one_run(comp, target, s, f"rep {i + 1}/{reps}")
-                if r["status"] != "ok":
-                    cell["note"] = (cell["note"] + "; " if cell["note"] else "") + f"rep {i + 1}: {r['status']}"
-                    if r["status"] == "timeout":
-                        given_up[comp] = (s, f"timed out > {a.timeout:.0f} s at S = {s} s")
-                    break
-                cell["times_s"].append(r["seconds"])
-                cell.setdefault("cpu_s", []).append(r["own_cpu"])
-                if r["foreign_cores"] is not None:
-                    cell["max_foreign_cores"] = max(cell["max_foreign_cores"] or 0.0, r["foreign_cores"])
-                cell["contended_runs"] += int(r["contended"])
-            if cell["times_s"]:
-                cell["median_s"] = statistics.median(cell["times_s"])
-                if None not in cell.get("cpu_s", [None]):
-                    cell["median_cpu_s"] = statistics.median(cell["cpu_s"])
-                cell["status"] = "ok"
-                log(f"{comp:12s} rows/window~{target:5d} S={s:4d}s: median {cell['median_s']:.2f}s "
-                    f"of {[round(x, 2) for x in cell['times_s']]}")
-            else:
-                cell["status"] = "timeout" if "timeout" in (cell["note"] or "") else "error"
+        cell = {"competitor": comp, "target": target, "window_seconds": s, "times_s": [],
+                "warmup_s": None, "median_s": None, "status": None, "note": None,
+                "contended_runs": 0, "max_foreign_cores": None}
+        res["cells"].append(cell)
+        if comp in given_up and s >= given_up[comp][0]:
+            cell["status"] = "skipped"
+            cell["note"] = given_up[comp][1]
+            log(f"{comp:12s} rows/window~{target:5d} S={s:4d}s: skipped ({given_up[comp][1]})")
             write_results(res, a.tag)
+            continue
+        w = one_run(comp, target, s, "warm-up")
+        cell["warmup_s"] = w["seconds"]
+        if w["status"] != "ok":
+            if w["status"] == "timeout":
+                cell["status"] = "timeout"
+                cell["note"] = f"timed out > {a.timeout:.0f} s (warm-up run cancelled)"
+                given_up[comp] = (s, f"timed out > {a.timeout:.0f} s at S = {s} s")
+            else:
+                cell["status"] = "error"
+                cell["note"] = w["status"]
+                given_up[comp] = (s, f"failed at S = {s} s")
+            write_results(res, a.tag)
+            continue
+        reps = 1 if w["seconds"] > a.long_run else a.reps
+        if reps < a.reps:
+            cell["note"] = f"1 timed run: warm-up took {w['seconds']:.0f} s > {a.long_run:.0f} s"
+        for i in range(reps):
+            r = one_run(comp, target, s, f"rep {i + 1}/{reps}")
+            if r["status"] != "ok":
+                cell["note"] = (cell["note"] + "; " if cell["note"] else "") + f"rep {i + 1}: {r['status']}"
+                if r["status"] == "timeout":
+                    given_up[comp] = (s, f"timed out > {a.timeout:.0f} s at S = {s} s")
+                break
+            cell["times_s"].append(r["seconds"])
+            cell.setdefault("cpu_s", []).append(r["own_cpu"])
+            if r["foreign_cores"] is not None:
+                cell["max_foreign_cores"] = max(cell["max_foreign_cores"] or 0.0, r["foreign_cores"])
+            cell["contended_runs"] += int(r["contended"])
+        if cell["times_s"]:
+            cell["median_s"] = statistics.median(cell["times_s"])
+            if None not in cell.get("cpu_s", [None]):
+                cell["median_cpu_s"] = statistics.median(cell["cpu_s"])
+            cell["status"] = "ok"
+            log(f"{comp:12s} rows/window~{target:5d} S={s:4d}s: median {cell['median_s']:.2f}s "
+                f"of {[round(x, 2) for x in cell['times_s']]}")
+        else:
+            cell["status"] = "timeout" if "timeout" in (cell["note"] or "") else "error"
+        write_results(res, a.tag)
 
     res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     path = write_results(res, a.tag)

@@ -104,11 +104,13 @@ def window(
 def metrics(df: "DataFrame") -> Dict[str, int]:
     """The metrics of the windowagg operators in ``df``'s executed plan, after an action on ``df``.
 
-    Call it after an action on this very DataFrame object (``collect()``, ``write``, ...): a new
-    DataFrame derived from it (``df.count()`` included) runs a new plan.
+    Call it after an action that runs this very DataFrame's plan (``collect()``, ``toPandas()``,
+    ``foreach``...): a writer (``df.write``) and anything derived from it (``df.count()`` included)
+    run a new plan of their own, whose counters this does not see.
 
     :returns: a dict with ``"inputRows"`` (rows read by the windowagg operators),
-        ``"nullTimeRows"`` (rows whose time was null: not windowed, but counted) and
+        ``"nullTimeRows"`` (rows whose time was null: not windowed, but counted),
+        ``"invalidGapRows"`` (session rows whose per-row gap was null or not positive) and
         ``"windows"`` (windows output), summed over the plan's windowagg operators.
     """
     jdf = getattr(df, "_jdf", None)
