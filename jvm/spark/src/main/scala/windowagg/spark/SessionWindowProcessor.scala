@@ -31,7 +31,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
   @transient private var sessions: MapState[Long, Array[Byte]] = _
   @transient private var closedReach: ValueState[Long] = _
   @transient private var merging: SessionMerging[InternalRow] = _
-  @transient private var reachOf: (InternalRow, Long) => Option[Long] = _
+  @transient private var reachOf: WindowAggregateExec.RowReach = _
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     sessions = handle.getMapState[Long, Array[Byte]]("sessions", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
@@ -56,13 +56,13 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
       else {
         val t = readTime(value)
-        reachOf(value, t) match {
-          case None => out += lateRow(keyRow, value, ReasonInvalidGap)
-          case Some(reach) if merging.isLate(t, reach, watermark, closed) => behind += ((t, reach, value.copy()))
-          case Some(reach) =>
-            val (r, partial) = fresh.getOrElseUpdate(t, (reach, aggregates.newEmpty()))
-            aggregates.update(partial, value)
-            if (reach > r) fresh.update(t, (reach, partial))
+        val reach = reachOf(value, t)
+        if (reach == WindowAggregateExec.NoReach) out += lateRow(keyRow, value, ReasonInvalidGap)
+        else if (merging.isLate(t, reach, watermark, closed)) behind += ((t, reach, value.copy()))
+        else {
+          val (r, partial) = fresh.getOrElseUpdate(t, (reach, aggregates.newEmpty()))
+          aggregates.update(partial, value)
+          if (reach > r) fresh.update(t, (reach, partial))
         }
       }
     }

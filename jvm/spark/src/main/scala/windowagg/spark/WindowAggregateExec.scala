@@ -128,13 +128,21 @@ case class WindowAggregateExec(
 object WindowAggregateExec {
   val metricNames: Seq[String] = Seq("inputRows", "nullTimeRows", "invalidGapRows", "windows")
 
+  /** The reach of a row whose own session gap is null or not positive: the row is not windowed. */
+  val NoReach: Long = Long.MinValue
+
   /**
-   * How far a row keeps its window open (sessions: t + gap; unused by sliding windows), or None
-   * when the row's own gap is null or not positive.
+   * How far a row keeps its window open (sessions: t + gap; unused by sliding windows), or
+   * [[NoReach]] when the row's own gap is null or not positive. A plain method on longs: it runs
+   * for every input row, so nothing is boxed.
    */
-  def reachOf(windows: ResolvedWindows, gapOrdinal: Option[Int], gapType: Option[DataType]): (InternalRow, Long) => Option[Long] =
+  trait RowReach extends Serializable {
+    def apply(row: InternalRow, time: Long): Long
+  }
+
+  def reachOf(windows: ResolvedWindows, gapOrdinal: Option[Int], gapType: Option[DataType]): RowReach =
     (windows, gapOrdinal) match {
-      case (ResolvedWindows.Session(Some(gap), _), _) => (_, t) => Some(saturatingAdd(t, gap))
+      case (ResolvedWindows.Session(Some(gap), _), _) => (_, t) => saturatingAdd(t, gap)
       case (ResolvedWindows.Session(None, _), Some(ordinal)) =>
         val readGap: InternalRow => Long = gapType match {
           case Some(_: DayTimeIntervalType) => _.getLong(ordinal) // microseconds, the ticks of a timestamp
@@ -146,12 +154,12 @@ object WindowAggregateExec {
           case None => throw new IllegalStateException("no gap type")
         }
         (row, t) =>
-          if (row.isNullAt(ordinal)) None
+          if (row.isNullAt(ordinal)) NoReach
           else {
             val g = readGap(row)
-            if (g <= 0) None else Some(saturatingAdd(t, g))
+            if (g <= 0) NoReach else saturatingAdd(t, g)
           }
-      case _ => (_, t) => Some(t)
+      case _ => (_, _) => Long.MaxValue // sliding windows do not use a reach
     }
 }
 
@@ -169,7 +177,7 @@ private final class TimeGroups(
     keyProjection: UnsafeProjection,
     timeOrdinal: Int,
     readTime: InternalRow => Long,
-    reachOf: (InternalRow, Long) => Option[Long],
+    reachOf: WindowAggregateExec.RowReach,
     aggregates: SparkAggregates,
     counters: RowCounters) extends Logging {
 
@@ -231,12 +239,11 @@ private final class TimeGroups(
           skippedNullTime += 1
         } else {
           val t = readTime(row)
-          reachOf(row, t) match {
-            case None =>
-              counters.invalidGap += 1
-              skippedGap += 1
-            case Some(reach) => add(row, t, reach)
-          }
+          val reach = reachOf(row, t)
+          if (reach == WindowAggregateExec.NoReach) {
+            counters.invalidGap += 1
+            skippedGap += 1
+          } else add(row, t, reach)
         }
       }
     }
