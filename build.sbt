@@ -7,7 +7,7 @@
 ThisBuild / organization := "io.windowagg"
 ThisBuild / version := "0.1.0"
 ThisBuild / scalaVersion := "2.13.18"
-ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-release", "17")
+ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint", "-release", "17")
 
 val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 val scalaCheck = Seq(
@@ -49,9 +49,20 @@ lazy val core = (project in file("jvm/core"))
     Test / fork := true,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"))
 
+/**
+ * Two user-defined window kinds, as a user would write them against the core (the docs show them,
+ * the tests load them by class name): their own jar, windowagg-examples.jar.
+ */
+lazy val examples = (project in file("jvm/examples"))
+  .dependsOn(core % Provided)
+  .settings(
+    name := "windowagg-examples",
+    javacOptions ++= Seq("--release", "17", "-Xlint:all"),
+    Compile / packageBin / artifactPath := target.value / s"windowagg-examples-${version.value}.jar")
+
 /** Spark adapters (Catalyst expressions, rules, operator, SQL, extension), packaged with the core. */
 lazy val spark = (project in file("jvm/spark"))
-  .dependsOn(core % "compile->compile;test->test")
+  .dependsOn(core % "compile->compile;test->test", examples % "test->compile")
   .settings(
     name := "windowagg",
     libraryDependencies ++= scalaTest +: scalaCheck,
@@ -66,5 +77,5 @@ lazy val spark = (project in file("jvm/spark"))
     Compile / run / javaOptions ++= sparkJavaOptions)
 
 lazy val root = (project in file("."))
-  .aggregate(core, spark)
+  .aggregate(core, examples, spark)
   .settings(name := "windowagg-root", publish / skip := true)

@@ -14,44 +14,44 @@ class SessionWindowsSpec extends AnyFunSuite with Matchers {
   private def rejected(build: => Any): String = intercept[WindowError](build).getMessage
 
   test("fixed gaps from text, a Duration or ticks resolve to ticks of the time column") {
-    SessionWindows.withInactivityGap("5 minutes").resolve(TimeUnit.MICROSECONDS) shouldBe
-      ResolvedWindows.Session(Some(300000000L), None)
-    SessionWindows.withInactivityGap("5 minutes").resolve(TimeUnit.MILLISECONDS) shouldBe
-      ResolvedWindows.Session(Some(300000L))
-    SessionWindows.withInactivityGap("1 hour 30 minutes").resolve(TimeUnit.SECONDS) shouldBe
-      ResolvedWindows.Session(Some(5400L))
-    SessionWindows.withInactivityGap(Duration.ofSeconds(2)).resolve(TimeUnit.MICROSECONDS) shouldBe
-      ResolvedWindows.Session(Some(2000000L))
-    SessionWindows.withInactivityGap(Duration.ofNanos(1000)).resolve(TimeUnit.MICROSECONDS) shouldBe
-      ResolvedWindows.Session(Some(1L))
-    SessionWindows.withInactivityGap(30000L).resolve(TimeUnit.MILLISECONDS) shouldBe ResolvedWindows.Session(Some(30000L))
-    SessionWindows.withInactivityGap(1L).resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Session(Some(1L))
+    SessionWindows.withInactivityGap("5 minutes").resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe
+      SessionWindows.Resolved(Some(300000000L), None)
+    SessionWindows.withInactivityGap("5 minutes").resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe
+      SessionWindows.Resolved(Some(300000L))
+    SessionWindows.withInactivityGap("1 hour 30 minutes").resolve(Timeline.epoch(TimeUnit.SECONDS)) shouldBe
+      SessionWindows.Resolved(Some(5400L))
+    SessionWindows.withInactivityGap(Duration.ofSeconds(2)).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe
+      SessionWindows.Resolved(Some(2000000L))
+    SessionWindows.withInactivityGap(Duration.ofNanos(1000)).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe
+      SessionWindows.Resolved(Some(1L))
+    SessionWindows.withInactivityGap(30000L).resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe SessionWindows.Resolved(Some(30000L))
+    SessionWindows.withInactivityGap(1L).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SessionWindows.Resolved(Some(1L))
     // ticks are the time column's own unit, whatever it is
-    SessionWindows.withInactivityGap(7L).resolve(TimeUnit.SECONDS) shouldBe ResolvedWindows.Session(Some(7L))
+    SessionWindows.withInactivityGap(7L).resolve(Timeline.epoch(TimeUnit.SECONDS)) shouldBe SessionWindows.Resolved(Some(7L))
   }
 
   test("a dynamic gap resolves to no fixed gap; the column name is kept") {
     val dynamic = SessionWindows.withDynamicGap("gap")
     dynamic.gap shouldBe None
     dynamic.gapColumn shouldBe Some("gap")
-    dynamic.resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Session(None, None)
+    dynamic.resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SessionWindows.Resolved(None, None)
     SessionWindows.withInactivityGap("1 minute").gapColumn shouldBe None
   }
 
   test("grace resolves to ticks, for fixed and dynamic gaps; zero grace is allowed") {
-    SessionWindows.withInactivityGap("5 minutes").grace("1 minute").resolve(TimeUnit.MILLISECONDS) shouldBe
-      ResolvedWindows.Session(Some(300000L), Some(60000L))
-    SessionWindows.withInactivityGap(10L).grace(Duration.ofMillis(3)).resolve(TimeUnit.MILLISECONDS) shouldBe
-      ResolvedWindows.Session(Some(10L), Some(3L))
-    SessionWindows.withInactivityGap(10L).grace("0 seconds").resolve(TimeUnit.MILLISECONDS) shouldBe
-      ResolvedWindows.Session(Some(10L), Some(0L))
+    SessionWindows.withInactivityGap("5 minutes").grace("1 minute").resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe
+      SessionWindows.Resolved(Some(300000L), Some(60000L))
+    SessionWindows.withInactivityGap(10L).grace(Duration.ofMillis(3)).resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe
+      SessionWindows.Resolved(Some(10L), Some(3L))
+    SessionWindows.withInactivityGap(10L).grace("0 seconds").resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe
+      SessionWindows.Resolved(Some(10L), Some(0L))
     SessionWindows.withInactivityGap(10L).grace(Duration.ZERO).gracePeriod.map(_.toTicks(TimeUnit.SECONDS, "g")) shouldBe Some(0L)
     val dynamic = SessionWindows.withDynamicGap("gap").grace("2 seconds")
     dynamic.gapColumn shouldBe Some("gap")
-    dynamic.resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Session(None, Some(2000000L))
+    dynamic.resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SessionWindows.Resolved(None, Some(2000000L))
     // the last grace wins
-    SessionWindows.withInactivityGap(10L).grace("1 second").grace("2 seconds").resolve(TimeUnit.SECONDS) shouldBe
-      ResolvedWindows.Session(Some(10L), Some(2L))
+    SessionWindows.withInactivityGap(10L).grace("1 second").grace("2 seconds").resolve(Timeline.epoch(TimeUnit.SECONDS)) shouldBe
+      SessionWindows.Resolved(Some(10L), Some(2L))
   }
 
   test("zero and negative gaps are rejected, naming the problem") {
@@ -80,13 +80,13 @@ class SessionWindowsSpec extends AnyFunSuite with Matchers {
   }
 
   test("a gap finer than the time column's resolution, or too large, is rejected when resolved") {
-    val message = rejected(SessionWindows.withInactivityGap(Duration.ofNanos(1500)).resolve(TimeUnit.MICROSECONDS))
+    val message = rejected(SessionWindows.withInactivityGap(Duration.ofNanos(1500)).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)))
     message should include("session inactivity gap")
     message should include("microseconds")
-    rejected(SessionWindows.withInactivityGap("1500 us").resolve(TimeUnit.MILLISECONDS)) should include("milliseconds")
-    rejected(SessionWindows.withInactivityGap(Duration.ofSeconds(Long.MaxValue / 2)).resolve(TimeUnit.NANOSECONDS)) should
+    rejected(SessionWindows.withInactivityGap("1500 us").resolve(Timeline.epoch(TimeUnit.MILLISECONDS))) should include("milliseconds")
+    rejected(SessionWindows.withInactivityGap(Duration.ofSeconds(Long.MaxValue / 2)).resolve(Timeline.epoch(TimeUnit.NANOSECONDS))) should
       include("session inactivity gap")
-    val grace = rejected(SessionWindows.withInactivityGap(10L).grace("1500 us").resolve(TimeUnit.MILLISECONDS))
+    val grace = rejected(SessionWindows.withInactivityGap(10L).grace("1500 us").resolve(Timeline.epoch(TimeUnit.MILLISECONDS)))
     grace should include("grace period")
     grace should include("milliseconds")
   }
@@ -142,7 +142,7 @@ class SessionWindowsSpec extends AnyFunSuite with Matchers {
       out.close()
       val back = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray)).readObject()
       back shouldBe definition
-      back.asInstanceOf[SessionWindows].resolve(TimeUnit.MILLISECONDS) shouldBe definition.resolve(TimeUnit.MILLISECONDS)
+      back.asInstanceOf[SessionWindows].resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe definition.resolve(Timeline.epoch(TimeUnit.MILLISECONDS))
     }
   }
 }

@@ -14,23 +14,23 @@ class SlidingWindowsSpec extends AnyFunSuite with Matchers {
   private def rejected(build: => SlidingWindows): String = intercept[WindowError](build).getMessage
 
   test("sizes from text, a Duration or ticks resolve to ticks of the time column") {
-    SlidingWindows.of("10 minutes").resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Sliding(600000000L)
-    SlidingWindows.of("10 minutes").resolve(TimeUnit.MILLISECONDS) shouldBe ResolvedWindows.Sliding(600000L)
-    SlidingWindows.of("1 hour 30 minutes").resolve(TimeUnit.MICROSECONDS) shouldBe
-      ResolvedWindows.Sliding(5400000000L)
-    SlidingWindows.of("250ms").resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Sliding(250000L)
-    SlidingWindows.of(Duration.ofSeconds(2)).resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Sliding(2000000L)
-    SlidingWindows.of(Duration.ofNanos(1000)).resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Sliding(1L)
-    SlidingWindows.of(10000L).resolve(TimeUnit.MILLISECONDS) shouldBe ResolvedWindows.Sliding(10000L)
-    SlidingWindows.of(1L).resolve(TimeUnit.MICROSECONDS) shouldBe ResolvedWindows.Sliding(1L)
+    SlidingWindows.of("10 minutes").resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SlidingWindows.Resolved(600000000L)
+    SlidingWindows.of("10 minutes").resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe SlidingWindows.Resolved(600000L)
+    SlidingWindows.of("1 hour 30 minutes").resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe
+      SlidingWindows.Resolved(5400000000L)
+    SlidingWindows.of("250ms").resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SlidingWindows.Resolved(250000L)
+    SlidingWindows.of(Duration.ofSeconds(2)).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SlidingWindows.Resolved(2000000L)
+    SlidingWindows.of(Duration.ofNanos(1000)).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SlidingWindows.Resolved(1L)
+    SlidingWindows.of(10000L).resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe SlidingWindows.Resolved(10000L)
+    SlidingWindows.of(1L).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)) shouldBe SlidingWindows.Resolved(1L)
   }
 
   test("a size finer than the time column's resolution is rejected when resolved") {
-    val message = intercept[WindowError](SlidingWindows.of(Duration.ofNanos(1500)).resolve(TimeUnit.MICROSECONDS))
+    val message = intercept[WindowError](SlidingWindows.of(Duration.ofNanos(1500)).resolve(Timeline.epoch(TimeUnit.MICROSECONDS)))
       .getMessage
     message should include("sliding window size")
     message should include("microseconds")
-    intercept[WindowError](SlidingWindows.of("1500 us").resolve(TimeUnit.MILLISECONDS))
+    intercept[WindowError](SlidingWindows.of("1500 us").resolve(Timeline.epoch(TimeUnit.MILLISECONDS)))
       .getMessage should include("milliseconds")
   }
 
@@ -74,8 +74,8 @@ class SlidingWindowsSpec extends AnyFunSuite with Matchers {
       out.close()
       val back = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray)).readObject()
       back shouldBe definition
-      back.asInstanceOf[SlidingWindows].resolve(TimeUnit.MILLISECONDS) shouldBe
-        definition.resolve(TimeUnit.MILLISECONDS)
+      back.asInstanceOf[SlidingWindows].resolve(Timeline.epoch(TimeUnit.MILLISECONDS)) shouldBe
+        definition.resolve(Timeline.epoch(TimeUnit.MILLISECONDS))
     }
   }
 }

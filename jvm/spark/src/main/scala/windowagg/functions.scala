@@ -21,8 +21,9 @@ import windowagg.spark.{WindowAggregateExec, WindowGroupingExpression, WindowOpt
 object functions {
   /**
    * The windows of `definition` (e.g. `SlidingWindows.of("10 minutes")`,
-   * `SessionWindows.withInactivityGap("5 minutes")`) over the time column, as a grouping key named
-   * `window`.
+   * `SessionWindows.withInactivityGap("5 minutes")`, `TimeWindows.of("1 hour").advanceBy("10 seconds")`,
+   * `CumulativeWindows.of("1 hour", "1 day")`, or a user's own [[EnumerableWindowDefinition]]) over
+   * the time column, as a grouping key named `window`.
    */
   def window(timeColumn: Column, definition: WindowDefinition): Column =
     windowColumn(timeColumn, definition, WindowOptions())
@@ -63,12 +64,9 @@ object functions {
 
   private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions): Column = {
     if (definition == null) throw new IllegalArgumentException("the window definition must not be null")
-    val gap = definition match {
-      case s: SessionWindows => s.gapColumn.map(name => SparkInternals.expression(col(name)))
-      case _ => None
-    }
+    val rowLength = definition.rowLengthColumn.map(name => SparkInternals.expression(col(name)))
     SparkInternals.column(
-      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, gap),
+      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, rowLength),
       WindowGroupingExpression.ColumnName)
   }
 }

@@ -4,6 +4,8 @@ import java.time.Duration
 import java.util.Locale
 import java.util.concurrent.TimeUnit
 
+import windowagg.Timeline
+
 /**
  * A length of time as a user gives it: either a duration ("10 minutes", java.time.Duration) or a
  * bare count of ticks of the time column's own unit (for integral time columns). It is turned into
@@ -12,6 +14,17 @@ import java.util.concurrent.TimeUnit
 sealed trait TimeSpan {
   /** This span in ticks of `unit`; `what` names the span in error messages. */
   def toTicks(unit: TimeUnit, what: String): Long
+
+  /** This span in ticks of a time column; a bare count of ticks is only meaningful for an integral column. */
+  def toTicks(timeline: Timeline, what: String): Long = this match {
+    case TimeSpan.OfTicks(n) if timeline.isTimestamp =>
+      throw WindowError(
+        s"$what $n is a number of ticks, but the time column is a timestamp: give it as a duration such as '10 minutes'")
+    case _ => toTicks(timeline.unit, what)
+  }
+
+  /** As the spec grammar writes it: a bare number of ticks, or a duration like "10 minutes". */
+  def spec: String
 }
 
 object TimeSpan {
@@ -31,11 +44,13 @@ object TimeSpan {
       ticks.longValue
     }
     override def toString: String = TimeSpan.format(duration)
+    def spec: String = toString
   }
 
   final case class OfTicks(ticks: Long) extends TimeSpan {
     def toTicks(unit: TimeUnit, what: String): Long = ticks
     override def toString: String = s"$ticks ticks"
+    def spec: String = ticks.toString
   }
 
   def apply(duration: Duration): TimeSpan = OfDuration(duration)
@@ -50,6 +65,34 @@ object TimeSpan {
     case OfTicks(n) => n < 0
   }
   def ticks(n: Long): TimeSpan = OfTicks(n)
+
+  /** A duration given by a caller, checked for null; `what` names it in errors. */
+  def of(duration: Duration, what: String): TimeSpan = {
+    if (duration == null) throw WindowError(s"$what must not be null")
+    OfDuration(duration)
+  }
+
+  /** `span` if it is positive; an error naming `what` otherwise. */
+  def positive(span: TimeSpan, what: String): TimeSpan = {
+    if (!isPositive(span)) throw WindowError(s"$what must be positive, got $span")
+    span
+  }
+
+  /** `span` if it is not negative; an error naming `what` otherwise. */
+  def nonNegative(span: TimeSpan, what: String): TimeSpan = {
+    if (isNegative(span)) throw WindowError(s"$what must not be negative, got $span")
+    span
+  }
+
+  /** A length as the spec grammar and SQL strings write it: a bare integer counts ticks, anything else is a duration. */
+  def parseLength(text: String): TimeSpan = {
+    if (text == null) throw WindowError("a length of time (size, gap or grace) must not be null")
+    val trimmed = text.trim
+    if (trimmed.matches("[+-]?\\d+")) {
+      try OfTicks(trimmed.toLong)
+      catch { case _: NumberFormatException => throw WindowError(s"'$text' does not fit in a 64-bit number of ticks") }
+    } else parse(trimmed)
+  }
 
   private val unitNanos: Seq[(Set[String], Long)] = Seq(
     Set("w", "week", "weeks") -> 7L * 86400L * 1000000000L,

@@ -1,8 +1,9 @@
 package windowagg.core
 
 /**
- * The windows of one key, produced one at a time in start order: `advance()` moves to the next,
- * then `start`, `end` (inclusive bounds in ticks) and `aggregate` describe it until the next call.
+ * The windows of one key, produced one at a time in non-decreasing order of end: `advance()` moves
+ * to the next, then `start`, `end` (in ticks, `end` inclusive or not as the kind says) and
+ * `aggregate` describe it until the next call.
  */
 trait WindowCursor[P] {
   def advance(): Boolean

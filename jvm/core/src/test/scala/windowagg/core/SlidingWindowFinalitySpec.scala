@@ -6,6 +6,8 @@ import scala.util.Random
 
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
+
+import windowagg.SlidingWindows
 import org.scalatest.matchers.should.Matchers
 
 import windowagg.core.SlidingWindowSweepSpec.Case
@@ -30,11 +32,11 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
   private type W = Out[Vector[Int]]
 
   /** Fresh partials of `records` (time, id), one per distinct time at or after `keepFrom`. */
-  private def partials(records: Seq[(Long, Int)], keepFrom: Long, agg: Collect[Int]): Iterator[Timed[ArrayBuffer[Int]]] =
-    SweepHarness.partials(records.filter(_._1 >= keepFrom), agg)(v => ArrayBuffer(v)).iterator
+  private def partials(records: Seq[(Long, Int)], keepFrom: Long, agg: Collect[Int]): Iterator[Reaching[ArrayBuffer[Int]]] =
+    SweepHarness.partials(records.filter(_._1 >= keepFrom), agg)(v => ArrayBuffer(v)).iterator.map(p => Reaching(p.time, p.time, p.partial))
 
   /** windowsEndingIn over the partials kept for `from` (at or after oldestNeeded(from)). */
-  private def endingIn(f: SlidingWindowFinality, records: Seq[(Long, Int)], from: Long, until: Long): (Vector[W], Option[Long]) = {
+  private def endingIn(f: WindowFinality, records: Seq[(Long, Int)], from: Long, until: Long): (Vector[W], Option[Long]) = {
     val agg = new Collect[Int]
     val out = Vector.newBuilder[W]
     val next = f.windowsEndingIn(partials(records, f.oldestNeeded(from), agg), agg, from, until) { (s, e, p) =>
@@ -43,7 +45,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
     (out.result(), next)
   }
 
-  private def changedBy(f: SlidingWindowFinality, records: Seq[(Long, Int)], keepFrom: Long, from: Long, times: Array[Long]): Vector[W] = {
+  private def changedBy(f: WindowFinality, records: Seq[(Long, Int)], keepFrom: Long, from: Long, times: Array[Long]): Vector[W] = {
     val agg = new Collect[Int]
     val out = Vector.newBuilder[W]
     f.windowsChangedBy(partials(records, keepFrom, agg), agg, from, times)((s, e, p) => out += Out(s, e, p.toVector))
@@ -59,7 +61,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
   // Lateness and the partials to keep
 
   test("isLate: t + size behind the watermark (t + size = watermark is on time); saturating") {
-    val f = new SlidingWindowFinality(10)
+    val f = new WindowFinality(SlidingWindows.Resolved(10))
     f.isLate(90, 100) shouldBe false
     f.isLate(89, 100) shouldBe true
     f.isLate(100, 100) shouldBe false
@@ -70,7 +72,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
     f.isLate(Long.MaxValue, Long.MaxValue) shouldBe false
     f.isLate(Long.MaxValue - 10, Long.MaxValue) shouldBe false
     f.isLate(Long.MaxValue - 11, Long.MaxValue) shouldBe true
-    val huge = new SlidingWindowFinality(Long.MaxValue)
+    val huge = new WindowFinality(SlidingWindows.Resolved(Long.MaxValue))
     huge.isLate(0, Long.MaxValue) shouldBe false
     huge.isLate(-1, Long.MaxValue) shouldBe true
     huge.isLate(Long.MinValue, -1) shouldBe false
@@ -86,27 +88,27 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
       wm <- Gen.oneOf(edge, Gen.choose(-2L, 2L).map(d => SessionCases.saturatingAdd(SessionCases.saturatingAdd(t, size), d)))
     } yield (size, t, wm)
     forAll(gen) { case (size, t, wm) =>
-      new SlidingWindowFinality(size).isLate(t, wm) shouldBe (BigInt(t) + size < BigInt(wm))
+      new WindowFinality(SlidingWindows.Resolved(size)).isLate(t, wm) shouldBe (BigInt(t) + size < BigInt(wm))
     }
   }
 
   test("oldestNeeded: finalBefore - size - 1, saturating at Long.MinValue") {
-    new SlidingWindowFinality(10).oldestNeeded(100) shouldBe 89L
-    new SlidingWindowFinality(10).oldestNeeded(-100) shouldBe -111L
-    new SlidingWindowFinality(1).oldestNeeded(0) shouldBe -2L
-    new SlidingWindowFinality(10).oldestNeeded(Long.MinValue) shouldBe Long.MinValue
-    new SlidingWindowFinality(10).oldestNeeded(Long.MinValue + 5) shouldBe Long.MinValue
-    new SlidingWindowFinality(10).oldestNeeded(Long.MinValue + 11) shouldBe Long.MinValue
-    new SlidingWindowFinality(10).oldestNeeded(Long.MinValue + 12) shouldBe Long.MinValue + 1
-    new SlidingWindowFinality(10).oldestNeeded(Long.MaxValue) shouldBe Long.MaxValue - 11
-    new SlidingWindowFinality(Long.MaxValue).oldestNeeded(0) shouldBe Long.MinValue
-    new SlidingWindowFinality(Long.MaxValue).oldestNeeded(-1) shouldBe Long.MinValue
-    new SlidingWindowFinality(Long.MaxValue).oldestNeeded(Long.MaxValue) shouldBe -1L
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(100) shouldBe 89L
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(-100) shouldBe -111L
+    new WindowFinality(SlidingWindows.Resolved(1)).oldestNeeded(0) shouldBe -2L
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(Long.MinValue) shouldBe Long.MinValue
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(Long.MinValue + 5) shouldBe Long.MinValue
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(Long.MinValue + 11) shouldBe Long.MinValue
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(Long.MinValue + 12) shouldBe Long.MinValue + 1
+    new WindowFinality(SlidingWindows.Resolved(10)).oldestNeeded(Long.MaxValue) shouldBe Long.MaxValue - 11
+    new WindowFinality(SlidingWindows.Resolved(Long.MaxValue)).oldestNeeded(0) shouldBe Long.MinValue
+    new WindowFinality(SlidingWindows.Resolved(Long.MaxValue)).oldestNeeded(-1) shouldBe Long.MinValue
+    new WindowFinality(SlidingWindows.Resolved(Long.MaxValue)).oldestNeeded(Long.MaxValue) shouldBe -1L
   }
 
   test("oldestNeeded is tight: the right window of the time just before finalBefore - size ends at finalBefore") {
     // size 10, records at 89 and 95: the right window of 89 is [90, 100] and holds 95
-    val f = new SlidingWindowFinality(10)
+    val f = new WindowFinality(SlidingWindows.Resolved(10))
     val records = Seq(89L -> 0, 95L -> 1)
     f.oldestNeeded(100) shouldBe 89L
     endingIn(f, records, 100, Long.MaxValue) shouldBe ((Vector(Out(90L, 100L, Vector(1))), None))
@@ -123,7 +125,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
       from <- pointNear(c)
     } yield (c, from)
     forAll(gen) { case (c, from) =>
-      val f = new SlidingWindowFinality(c.size)
+      val f = new WindowFinality(SlidingWindows.Resolved(c.size))
       withClue(s"$c, from $from\n") {
         endingIn(f, c.records, from, Long.MaxValue)._1 shouldBe brute(c.records, c.size).filter(w => w.end >= from && w.end < Long.MaxValue)
       }
@@ -131,8 +133,8 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
   }
 
   test("a size that is not positive is rejected") {
-    an[IllegalArgumentException] should be thrownBy new SlidingWindowFinality(0)
-    an[IllegalArgumentException] should be thrownBy new SlidingWindowFinality(-10)
+    an[IllegalArgumentException] should be thrownBy new WindowFinality(SlidingWindows.Resolved(0))
+    an[IllegalArgumentException] should be thrownBy new WindowFinality(SlidingWindows.Resolved(-10))
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
 
   test("windowsEndingIn: the SEMANTICS.md example, step by step") {
     // S = 10, records at 10, 14, 15: windows [0,10], [4,14], [5,15], [11,21], [15,25]
-    val f = new SlidingWindowFinality(10)
+    val f = new WindowFinality(SlidingWindows.Resolved(10))
     val records = Seq(10L -> 0, 14L -> 1, 15L -> 2)
     endingIn(f, records, Long.MinValue, 10) shouldBe ((Vector(), Some(10L)))
     endingIn(f, records, Long.MinValue, 11) shouldBe ((Vector(Out(0L, 10L, Vector(0))), Some(14L)))
@@ -161,7 +163,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
       toTheEnd <- Gen.oneOf(false, true)
     } yield (c, (points ++ (if (toTheEnd) Seq(Long.MaxValue) else Nil)).distinct.sorted)
     forAll(gen) { case (c, untils) =>
-      val f = new SlidingWindowFinality(c.size)
+      val f = new WindowFinality(SlidingWindows.Resolved(c.size))
       val all = brute(c.records, c.size)
       val emitted = ArrayBuffer.empty[W]
       withClue(s"$c, watermarks ${untils.mkString(", ")}\n") {
@@ -183,7 +185,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
 
   test("windowsChangedBy: the windows holding a new time, and each new time's right window, ending at or after from") {
     // S = 10, records at 10, 14, 15: windows [0,10]{10}, [4,14]{10,14}, [5,15]{10,14,15}, [11,21]{14,15}, [15,25]{15}
-    val f = new SlidingWindowFinality(10)
+    val f = new WindowFinality(SlidingWindows.Resolved(10))
     val records = Seq(10L -> 0, 14L -> 1, 15L -> 2)
     // 14 new: it is in [4,14], [5,15], [11,21]; its right window [15,25] did not exist before it
     changedBy(f, records, Long.MinValue, Long.MinValue, Array(14L)) shouldBe Vector(
@@ -211,7 +213,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
    * windows, with their current contents, and among them every window ending at or after `from`
    * that the new records created or changed (the brute force with and without them).
    */
-  private def checkChangedBy(f: SlidingWindowFinality, size: Long, state: Seq[(Long, Int)], records: Seq[(Long, Int)],
+  private def checkChangedBy(f: WindowFinality, size: Long, state: Seq[(Long, Int)], records: Seq[(Long, Int)],
       fresh: Set[Int], from: Long, keepFrom: Long): Unit = {
     val times = records.filter(r => fresh(r._2)).map(_._1).distinct.sorted.toArray
     val after = brute(records, size)
@@ -234,7 +236,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
       (c, from, c.records.map(_._2).filter(_ => r.nextDouble() < pick).toSet, pruned)
     }
     forAll(gen) { case (c, from, fresh, pruned) =>
-      val f = new SlidingWindowFinality(c.size)
+      val f = new WindowFinality(SlidingWindows.Resolved(c.size))
       val keepFrom = if (pruned) f.oldestNeeded(from) else Long.MinValue
       withClue(s"$c, from $from, new records ${fresh.toSeq.sorted.mkString(", ")}, pruned $pruned\n") {
         checkChangedBy(f, c.size, c.records, c.records, fresh, from, keepFrom)
@@ -258,7 +260,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
    * (windowsChangedBy from the watermark) checked too; a key left with no partials forgets finalBefore.
    */
   private def simulate(s: Sim, coverage: Coverage): SimResult = {
-    val f = new SlidingWindowFinality(s.size)
+    val f = new WindowFinality(SlidingWindows.Resolved(s.size))
     var kept = SortedMap.empty[Long, Vector[Int]] // the key's state: ids per time, in arrival order
     var finalBefore: Option[Long] = None // the operator's, forgotten when a key has no partials left
     var frontier = Long.MinValue // windows ending before it were dealt with, never forgotten

@@ -7,7 +7,7 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
-import windowagg.core.BruteForceSliding.{ExactWindow, Window}
+import windowagg.core.BruteForceSliding.ExactWindow
 import windowagg.core.SweepHarness.Out
 import windowagg.core.TestAggregations.{Collect, CollectImmutable, LongCell, Sum}
 

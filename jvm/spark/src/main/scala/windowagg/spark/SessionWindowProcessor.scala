@@ -8,7 +8,7 @@ import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming._
 
-import windowagg.ResolvedWindows
+import windowagg.MergingWindows
 import windowagg.core.{OpenSession, SessionMerging}
 import windowagg.core.Ticks.saturatingAdd
 
@@ -121,7 +121,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
   }
 
   private val fixedGap: Option[Long] = spec.windows match {
-    case ResolvedWindows.Session(gap, _) => gap
+    case m: MergingWindows => m.fixedGap
     case _ => None
   }
 

@@ -5,46 +5,75 @@ import java.time.temporal.ChronoUnit
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.sql.catalyst.analysis.UnresolvedAlias
+import org.apache.spark.sql.catalyst.analysis.{UnresolvedAlias, UnresolvedAttribute}
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, OneRowRelation, Project}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
-import windowagg.{SessionWindows, SlidingWindows, WindowDefinition}
+import windowagg.{SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
 import windowagg.core.{TimeSpan, WindowError}
 
-/** The SQL surface: `sliding_window(...)` for GROUP BY and the `sliding_window_agg` table function. */
+/**
+ * The SQL surface, one registry: the extension registers every function listed in `grouping` and
+ * `tables`, with its usage text.
+ *  - `windows(ts, 'spec' [, options])`: the grouping key for any kind, spec in [[WindowSpec]]'s grammar;
+ *  - `window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), 'spec', 'aggregates' [, options])`: the same as a table;
+ *  - `sliding_window`, `sliding_window_agg` and `session_window_agg`: the first functions, with a size or gap argument.
+ */
 object SqlFunctions {
 
-  /**
-   * `sliding_window(ts, size [, options])`: the grouping key, as `window(...)` in the DataFrame API.
-   * The last argument is a time unit ('seconds') or options ('emit=updates, lateRows=emit').
-   */
-  def slidingWindow(args: Seq[Expression]): Expression = {
+  /** A SQL function: its name, its usage text (DESCRIBE FUNCTION), and how it is built from its arguments. */
+  final case class Entry[T](name: String, usage: String, build: Seq[Expression] => T)
+
+  val grouping: Seq[Entry[Expression]] = Seq(
+    Entry("windows",
+      "windows(time, spec [, options]) - the windows of any kind as a GROUP BY key (select window.start, window.end); " +
+        s"spec is one of: ${WindowSpec.grammar.replace("\n", "; ")}; options: 'emit=final|updates, lateRows=count|emit, timeUnit=...'",
+      windowsOfSpec),
+    Entry("sliding_window",
+      "sliding_window(time, size [, time_unit or options]) - KIP-450 sliding windows as a GROUP BY key; " +
+        "select window.start and window.end",
+      slidingWindow))
+
+  val tables: Seq[Entry[LogicalPlan]] = Seq(
+    Entry("window_agg",
+      "window_agg(TABLE(t) PARTITION BY key ORDER BY (time), spec, 'agg AS name, ...' [, options]) - windowed " +
+        "aggregates of any kind as a table: key, window_start, window_end, then the aggregates",
+      args => windowAgg("window_agg", "'spec'", args, definitionOfSpec(_, "window_agg"))),
+    Entry("sliding_window_agg",
+      "sliding_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), size, 'agg AS name, ...' [, time_unit or options]) - " +
+        "KIP-450 sliding-window aggregates as a table",
+      args => windowAgg("sliding_window_agg", "size", args, slidingWindows(_, "sliding_window_agg"))),
+    Entry("session_window_agg",
+      "session_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), gap, 'agg AS name, ...' [, time_unit or options]) - " +
+        "KIP-94 session windows [first, last] as a table",
+      args => windowAgg("session_window_agg", "gap", args, sessionWindows)))
+
+  /** `windows(ts, 'spec' [, options])`. */
+  private def windowsOfSpec(args: Seq[Expression]): Expression = {
+    if (args.length < 2 || args.length > 3) {
+      throw WindowAggException(s"windows takes (time_column, spec [, options]), got ${args.length} argument(s)")
+    }
+    grouping(args.head, definitionOfSpec(args(1), "windows"), options(args.lift(2)))
+  }
+
+  /** `sliding_window(ts, size [, options])`; the last argument is a time unit ('seconds') or options ('emit=updates, lateRows=emit'). */
+  private def slidingWindow(args: Seq[Expression]): Expression = {
     if (args.length < 2 || args.length > 3) {
       throw WindowAggException(
         s"sliding_window takes (time_column, size [, time_unit or options]), got ${args.length} argument(s)")
     }
-    WindowGroupingExpression(args.head, slidingWindows(args(1), "sliding_window"), options(args.lift(2)))
+    grouping(args.head, slidingWindows(args(1), "sliding_window"), options(args.lift(2)))
   }
 
-  /**
-   * `sliding_window_agg(TABLE(t) PARTITION BY keys ORDER BY (ts), size, 'agg AS name, ...' [, time_unit])`:
-   * the aggregation as a table, with columns keys, window_start, window_end, then the aggregates.
-   * It is built as the same grouped aggregation the DataFrame API builds.
-   */
-  def slidingWindowAgg(args: Seq[Expression]): LogicalPlan =
-    windowAgg("sliding_window_agg", "size", args, slidingWindows(_, "sliding_window_agg"))
+  /** The grouping key over `time`, reading the definition's per-row length column by name where it has one. */
+  private def grouping(time: Expression, definition: WindowDefinition, options: WindowOptions): WindowGroupingExpression =
+    WindowGroupingExpression(time, definition, options, definition.rowLengthColumn.map(UnresolvedAttribute.quotedString))
 
-  /**
-   * `session_window_agg(TABLE(t) PARTITION BY keys ORDER BY (ts), gap, 'agg AS name, ...' [, options])`:
-   * KIP-94 sessions as a table, with columns keys, window_start (first record), window_end (last record),
-   * then the aggregates.
-   */
-  def sessionWindowAgg(args: Seq[Expression]): LogicalPlan =
-    windowAgg("session_window_agg", "gap", args, sessionWindows)
+  private def definitionOfSpec(spec: Expression, function: String): WindowDefinition =
+    attempt(function)(WindowSpec.parse(string(spec, s"the window spec of $function")))
 
   private def windowAgg(function: String, sizeName: String, args: Seq[Expression], definition: Expression => WindowDefinition): LogicalPlan = {
     val usage = s"$function(TABLE(t) PARTITION BY key ORDER BY (time), $sizeName, 'sum(x) AS total, ...' [, time_unit or options])"
@@ -62,7 +91,7 @@ object SqlFunctions {
       case Seq() => throw WindowAggException(s"$function needs the time column in ORDER BY: $usage")
       case more => throw WindowAggException(s"$function needs exactly one time column in ORDER BY, got ${more.length}")
     }
-    val window = WindowGroupingExpression(time, definition(args(1)), options(args.lift(3)))
+    val window = grouping(time, definition(args(1)), options(args.lift(3)))
     val aggregates = parseAggregates(string(args(2), "aggregates"))
     val keys = table.partitionByExpressions
     val keyColumns: Seq[NamedExpression] = keys.map {

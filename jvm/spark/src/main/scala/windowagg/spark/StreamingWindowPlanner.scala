@@ -9,7 +9,7 @@ import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types.{Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.ResolvedWindows
+import windowagg.MergingWindows
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
@@ -37,10 +37,7 @@ object StreamingWindowPlanner {
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
     }
-    val grace = node.windows match {
-      case s: ResolvedWindows.Sliding => s.graceTicks
-      case s: ResolvedWindows.Session => s.graceTicks
-    }
+    val grace = node.windows.graceTicks
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
     var input = SparkInternals.dataFrame(session, node.child)
@@ -85,8 +82,8 @@ object StreamingWindowPlanner {
       .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.valueSchema))
     val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()
     val processor = node.windows match {
-      case _: ResolvedWindows.Sliding => new SlidingWindowProcessor(spec)
-      case _: ResolvedWindows.Session => new SessionWindowProcessor(spec)
+      case _: MergingWindows => new SessionWindowProcessor(spec)
+      case _ => new WindowProcessor(spec)
     }
     val processed = grouped.transformWithState(processor, TimeMode.EventTime(), outputMode)(
       Encoders.row(spec.outputSchema))
@@ -107,7 +104,7 @@ object StreamingWindowPlanner {
     val late = if (options.emitLateRows) Seq(out(1 + keys + 2 + node.functions.length), out(2 + keys + 2 + node.functions.length)) else Nil
     // sessions in update mode: merged-away sessions come as rows marked retraction = true
     val retraction = node.windows match {
-      case _: ResolvedWindows.Session if options.emitUpdates =>
+      case _: MergingWindows if options.emitUpdates =>
         Seq(Alias(EqualTo(out.head, Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
       case _ => Nil
     }

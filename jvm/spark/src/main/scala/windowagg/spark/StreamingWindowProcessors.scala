@@ -14,7 +14,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import windowagg.ResolvedWindows
-import windowagg.core.{OpenSession, SessionMerging, SlidingWindowFinality, Timed}
+import windowagg.core.{Reaching, WindowFinality}
 
 /** What a streaming windowed aggregation computes; shipped to the executors with the processor. */
 final case class StreamingWindowSpec(
@@ -91,8 +91,8 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   protected def watermarkTicks(timerValues: TimerValues): Long =
     Math.multiplyExact(timerValues.getCurrentWatermarkInMs(), spec.ticksPerMilli)
 
-  // A window ending at `end` is final once the watermark (in ms) is past it.
-  protected def expiryMs(end: Long): Long = Math.floorDiv(end, spec.ticksPerMilli) + 1
+  // A window whose last tick is `last` is final once the watermark (in ms) is past it.
+  protected def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1
 
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row =
     emitted(WindowKind, keyRow, start, end, Some(buffer), None)
@@ -135,26 +135,28 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
 }
 
 /**
- * KIP-450 sliding windows of one key in Structured Streaming (transformWithState, event time).
+ * The windows of one key in Structured Streaming (transformWithState, event time), for every kind
+ * swept from per-time partials (sliding, tumbling, hopping, cumulative, user-defined).
  *
- * State per key: one partial aggregate per distinct time (Spark aggregation buffers, serialized),
- * the point `finalBefore` below which every window is final, and one event-time timer at the end
- * of the next window to become final. Windows come from the core's sweep over the partials, as in
- * batch; partials no open window can need are dropped, so state stays within size + grace.
+ * State per key: one partial aggregate per partial time (a distinct time, or the kind's slice;
+ * Spark aggregation buffers, serialized), the point `finalBefore` below which every window is
+ * final, and one event-time timer at the last tick of the next window to become final. Windows
+ * come from the kind's cursor over the partials, as in batch; partials no open window can need
+ * are dropped, so state stays within the kind's largest span + grace.
  */
-final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
+final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
 
   @transient private var partials: MapState[Long, Array[Byte]] = _
   @transient private var finalBefore: ValueState[Long] = _
   @transient private var timer: ValueState[Long] = _
-  @transient private var finality: SlidingWindowFinality = _
+  @transient private var finality: WindowFinality = _
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     partials = handle.getMapState[Long, Array[Byte]]("partials", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     finalBefore = handle.getValueState[Long]("finalBefore", Encoders.scalaLong, TTLConfig.NONE)
     timer = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
-    finality = new SlidingWindowFinality(spec.windows.asInstanceOf[ResolvedWindows.Sliding].sizeTicks)
+    finality = new WindowFinality(spec.windows)
   }
 
   override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
@@ -173,7 +175,7 @@ final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       else {
         val t = readTime(value)
         if (finality.isLate(t, watermark)) out += lateRow(keyRow, value, ReasonLate)
-        else aggregates.update(fresh.getOrElseUpdate(t, aggregates.newEmpty()), value)
+        else aggregates.update(fresh.getOrElseUpdate(spec.windows.partialTime(t), aggregates.newEmpty()), value)
       }
     }
     if (fresh.nonEmpty) {
@@ -182,7 +184,8 @@ final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
         val bytes = aggregates.toBytes(merged)
         partials.updateValue(t, bytes)
         stored.update(t, bytes)
-        // every window holding or created by t ends at or after t, and an open one at or after the watermark
+        // every window holding or created by t ends at or after t, and an open one at or after the watermark;
+        // a timer fired early finds the real next end
         nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(t, watermark)))
       }
       if (spec.emitUpdates) {
@@ -235,9 +238,9 @@ final class SlidingWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     }
 
   /** The partials from `from` on, in time order, decoded only as the sweep reaches them. */
-  private def sorted(stored: mutable.HashMap[Long, Array[Byte]], from: Long): Iterator[Timed[InternalRow]] =
+  private def sorted(stored: mutable.HashMap[Long, Array[Byte]], from: Long): Iterator[Reaching[InternalRow]] =
     stored.iterator.filter(_._1 >= from).toArray.sortBy(_._1).iterator
-      .map { case (t, bytes) => Timed(t, aggregates.fromBytes(bytes)) }
+      .map { case (t, bytes) => Reaching(t, t, aggregates.fromBytes(bytes)) }
 
   private def scheduleTimer(nextEnd: Option[Long]): Unit = {
     val wanted = nextEnd.map(expiryMs)

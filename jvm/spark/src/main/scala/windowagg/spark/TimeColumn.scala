@@ -1,10 +1,13 @@
 package windowagg.spark
 
+import java.time.{ZoneId, ZoneOffset}
 import java.util.Locale
 import java.util.concurrent.TimeUnit
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
+
+import windowagg.Timeline
 
 /**
  * How a time column's values map to the core's ticks: TIMESTAMP and TIMESTAMP_NTZ are
@@ -19,6 +22,13 @@ final case class TimeColumn(dataType: DataType, unit: TimeUnit) {
   }
 
   def isTimestamp: Boolean = dataType == TimestampType || dataType == TimestampNTZType
+
+  /** The column as the core sees it: TIMESTAMP in `sessionZone`; TIMESTAMP_NTZ and integral epochs in UTC. */
+  def timeline(sessionZone: ZoneId): Timeline = dataType match {
+    case TimestampType => Timeline.timestamp(sessionZone)
+    case TimestampNTZType => Timeline.timestamp(ZoneOffset.UTC)
+    case _ => Timeline.epoch(unit)
+  }
 
   /** Reads the time at `ordinal` of a row as ticks (the caller checks for null first). */
   def reader(ordinal: Int): InternalRow => Long = dataType match {

@@ -13,21 +13,12 @@ class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectResolutionRule(_ => PlaceWindowColumn)
     extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
     extensions.injectPlannerStrategy(_ => WindowAggStrategy)
-    extensions.injectFunction((
-      FunctionIdentifier("sliding_window"),
-      info("sliding_window", "sliding_window(time, size [, time_unit]) - KIP-450 sliding windows as a GROUP BY key; " +
-        "select window.start and window.end"),
-      SqlFunctions.slidingWindow _))
-    extensions.injectTableFunction((
-      FunctionIdentifier("sliding_window_agg"),
-      info("sliding_window_agg", "sliding_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), size, " +
-        "'agg AS name, ...' [, time_unit]) - KIP-450 sliding-window aggregates as a table"),
-      SqlFunctions.slidingWindowAgg _))
-    extensions.injectTableFunction((
-      FunctionIdentifier("session_window_agg"),
-      info("session_window_agg", "session_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), gap, " +
-        "'agg AS name, ...' [, time_unit or options]) - KIP-94 session windows [first, last] as a table"),
-      SqlFunctions.sessionWindowAgg _))
+    SqlFunctions.grouping.foreach { f =>
+      extensions.injectFunction((FunctionIdentifier(f.name), info(f.name, f.usage), f.build))
+    }
+    SqlFunctions.tables.foreach { f =>
+      extensions.injectTableFunction((FunctionIdentifier(f.name), info(f.name, f.usage), f.build))
+    }
   }
 
   private def info(name: String, usage: String): ExpressionInfo =

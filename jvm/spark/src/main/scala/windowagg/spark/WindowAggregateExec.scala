@@ -11,14 +11,13 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
 
 import windowagg.ResolvedWindows
-import windowagg.core.{Reaching, SessionSweep, SlidingWindowSweep, Timed, WindowCursor}
-import windowagg.core.Ticks.saturatingAdd
+import windowagg.core.{Reaching, WindowCursor}
 
 /**
- * Physical windowed aggregation: the child is clustered by the keys and sorted by (keys, time),
- * so each partition is streamed once; per key, a core sweep (sliding windows or sessions)
- * produces every window from per-time partial aggregates. Memory per task is bounded by one
- * window's distinct times (one partial for sessions), not by the rows of a key.
+ * Physical windowed aggregation for any kind of window: the child is clustered by the keys and
+ * sorted by (keys, time), so each partition is streamed once; per key, the kind's cursor produces
+ * every window from partial aggregates, one per partial time (a distinct time, or a slice).
+ * Memory per task is bounded by the partials of one window, not by the rows of a key.
  */
 case class WindowAggregateExec(
     keys: Seq[Attribute],
@@ -67,13 +66,8 @@ case class WindowAggregateExec(
       val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition)
       val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
       val reach = WindowAggregateExec.reachOf(windows_, gapOrdinal, gapType)
-      val groups = new TimeGroups(rows, keyProjection, timeOrdinal, timeColumn_.reader(timeOrdinal), reach, aggregates, counters)
-      val cursorOf: Iterator[Reaching[InternalRow]] => WindowCursor[InternalRow] = windows_ match {
-        case s: ResolvedWindows.Sliding =>
-          partials => new SlidingWindowSweep[InternalRow](s.sizeTicks, partials.map(p => Timed(p.time, p.partial)), aggregates)
-        case _: ResolvedWindows.Session =>
-          partials => new SessionSweep[InternalRow](partials, aggregates)
-      }
+      val groups = new TimeGroups(rows, keyProjection, timeOrdinal, timeColumn_.reader(timeOrdinal), windows_, reach,
+        aggregates, counters)
       val outputProjection = UnsafeProjection.create(output_.map(_.dataType).toArray)
       val outputRow = new SpecificInternalRow(output_.map(_.dataType))
       val keyTypes = keys_.map(_.dataType).toArray
@@ -88,7 +82,7 @@ case class WindowAggregateExec(
           while (!ready) {
             if (cursor != null && cursor.advance()) ready = true
             else if (groups.startNextKey()) {
-              cursor = cursorOf(groups.partialsOfKey)
+              cursor = windows_.cursor(groups.partialsOfKey, aggregates)
               var i = 0
               while (i < keyTypes.length) {
                 outputRow.update(i, groups.key.get(i, keyTypes(i)))
@@ -132,34 +126,32 @@ object WindowAggregateExec {
   val NoReach: Long = Long.MinValue
 
   /**
-   * How far a row keeps its window open (sessions: t + gap; unused by sliding windows), or
-   * [[NoReach]] when the row's own gap is null or not positive. A plain method on longs: it runs
-   * for every input row, so nothing is boxed.
+   * How far a row keeps its window open (the kind's reach: sessions' t + gap), or [[NoReach]] when
+   * the row's own length (a per-row session gap) is null or not positive. A plain method on longs:
+   * it runs for every input row, so nothing is boxed.
    */
   trait RowReach extends Serializable {
     def apply(row: InternalRow, time: Long): Long
   }
 
-  def reachOf(windows: ResolvedWindows, gapOrdinal: Option[Int], gapType: Option[DataType]): RowReach =
-    (windows, gapOrdinal) match {
-      case (ResolvedWindows.Session(Some(gap), _), _) => (_, t) => saturatingAdd(t, gap)
-      case (ResolvedWindows.Session(None, _), Some(ordinal)) =>
-        val readGap: InternalRow => Long = gapType match {
-          case Some(_: DayTimeIntervalType) => _.getLong(ordinal) // microseconds, the ticks of a timestamp
-          case Some(CalendarIntervalType) => row => {
-            val i = row.getInterval(ordinal) // months have no fixed length: such a gap counts as invalid
+  def reachOf(windows: ResolvedWindows, lengthOrdinal: Option[Int], lengthType: Option[DataType]): RowReach =
+    (lengthOrdinal, lengthType) match {
+      case (Some(ordinal), Some(dataType)) =>
+        val readLength: InternalRow => Long = dataType match {
+          case _: DayTimeIntervalType => _.getLong(ordinal) // microseconds, the ticks of a timestamp
+          case CalendarIntervalType => row => {
+            val i = row.getInterval(ordinal) // months have no fixed length: such a length counts as invalid
             if (i.months != 0) -1L else i.days * 86400000000L + i.microseconds
           }
-          case Some(other) => TimeColumn(other, java.util.concurrent.TimeUnit.MILLISECONDS).reader(ordinal)
-          case None => throw new IllegalStateException("no gap type")
+          case other => TimeColumn(other, java.util.concurrent.TimeUnit.MILLISECONDS).reader(ordinal)
         }
         (row, t) =>
           if (row.isNullAt(ordinal)) NoReach
           else {
-            val g = readGap(row)
-            if (g <= 0) NoReach else saturatingAdd(t, g)
+            val length = readLength(row)
+            if (length <= 0) NoReach else windows.reach(t, length)
           }
-      case _ => (_, _) => Long.MaxValue // sliding windows do not use a reach
+      case _ => (_, t) => windows.reach(t, 0L)
     }
 }
 
@@ -167,8 +159,8 @@ object WindowAggregateExec {
 private final case class RowCounters(input: SQLMetric, nullTime: SQLMetric, invalidGap: SQLMetric)
 
 /**
- * Turns a partition's rows, sorted by (key, time), into per-key runs of per-time partial
- * aggregates with their reach. Each row is folded into its partial as soon as it is read, so no
+ * Turns a partition's rows, sorted by (key, time), into per-key runs of partial aggregates, one
+ * per partial time of the kind (a distinct time, or a slice), with their reach. Each row is folded into its partial as soon as it is read, so no
  * row is copied or held; rows with a null time, or a null or non-positive session gap, are
  * counted and skipped.
  */
@@ -177,6 +169,7 @@ private final class TimeGroups(
     keyProjection: UnsafeProjection,
     timeOrdinal: Int,
     readTime: InternalRow => Long,
+    windows: ResolvedWindows,
     reachOf: WindowAggregateExec.RowReach,
     aggregates: SparkAggregates,
     counters: RowCounters) extends Logging {
@@ -243,7 +236,7 @@ private final class TimeGroups(
           if (reach == WindowAggregateExec.NoReach) {
             counters.invalidGap += 1
             skippedGap += 1
-          } else add(row, t, reach)
+          } else add(row, windows.partialTime(t), reach)
         }
       }
     }

@@ -60,9 +60,10 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     }
     rewritten.foreachWithSubqueries { node =>
       node.expressions.foreach(_.foreach {
-        case w: WindowGroupingExpression =>
+        // one whose columns do not resolve is left to Spark, whose error names the missing column
+        case w: WindowGroupingExpression if w.childrenResolved =>
           throw WindowAggException(
-            s"$w can only be used as a grouping key: df.groupBy(..., window(ts, definition)) or GROUP BY sliding_window(ts, size)")
+            s"$w can only be used as a grouping key: df.groupBy(..., window(ts, definition)) or GROUP BY windows(ts, 'spec')")
         case _ =>
       })
     }

@@ -1,17 +1,19 @@
 package windowagg.spark
 
 import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
-import windowagg.{ResolvedWindows, SessionWindows, SlidingWindows, WindowDefinition}
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.{ResolvedWindows, WindowDefinition}
+import windowagg.core.WindowError
 
 /**
  * The grouping key `window(ts, definition)`: which windows a row of a windowed aggregation
- * belongs to. It has no per-row value (a window depends on the other rows), so it is never
- * evaluated: the analyzer rules turn the aggregation that groups by it into a [[WindowAggregate]].
- * Its type is the `window` column's: struct<start, end>. `gap` is the per-row gap of sessions with
- * a dynamic gap.
+ * belongs to, for any kind of window. It has no per-row value (a window depends on the other
+ * rows), so it is never evaluated: the analyzer rules turn the aggregation that groups by it into a [[WindowAggregate]].
+ * Its type is the `window` column's: struct<start, end>. `gap` is the per-row length column the
+ * definition reads (sessions with a dynamic gap).
  */
 case class WindowGroupingExpression(
     timeColumn: Expression,
@@ -22,28 +24,15 @@ case class WindowGroupingExpression(
 
   override def children: Seq[Expression] = timeColumn +: gap.toSeq
   override def nullable: Boolean = false
-  override def prettyName: String = definition match {
-    case _: SessionWindows => "session_windows"
-    case _ => "sliding_window"
-  }
-  override def toString: String = s"$prettyName($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")})"
+  override def prettyName: String = "window"
+  override def toString: String = s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")})"
 
-  /** Checks the time column and the definition; errors name the problem. */
+  /** Checks the time column and the definition, resolved against the column; errors name the problem. */
   def validated: (TimeColumn, ResolvedWindows) = {
     val time = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
     val windows =
-      try definition.resolve(time.unit)
+      try definition.resolve(time.timeline(DateTimeUtils.getZoneId(SQLConf.get.sessionLocalTimeZone)))
       catch { case e: WindowError => throw WindowAggException(s"${e.message} (time column '${timeColumn.sql}')", e) }
-    val inTicks = definition match {
-      case s: SlidingWindows => s.size.isInstanceOf[TimeSpan.OfTicks]
-      case s: SessionWindows => s.gap.exists(_.isInstanceOf[TimeSpan.OfTicks])
-      case _ => false
-    }
-    if (time.isTimestamp && inTicks) {
-      throw WindowAggException(
-        s"time column '${timeColumn.sql}' is ${timeColumn.dataType.sql}: give the window size or gap as a duration " +
-          "such as '10 minutes', not a number of ticks")
-    }
     gap.foreach { g =>
       val ok = g.dataType match {
         case _: DayTimeIntervalType | CalendarIntervalType => time.isTimestamp

@@ -9,7 +9,7 @@ import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.SlidingWindows
-import windowagg.functions.{metrics, window}
+import windowagg.functions.window
 
 /** A typed Scala Aggregator (through `udaf`): sum of squares, to drive typed imperative buffers. */
 object SumOfSquares extends Aggregator[Long, Long, Long] {

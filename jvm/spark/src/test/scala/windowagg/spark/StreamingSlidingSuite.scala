@@ -44,7 +44,7 @@ class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
       val shuffled = new Random(split).shuffle(events)
       val cuts = (Seq(0, shuffled.length) ++ Seq.fill(4)(new Random(split * 7).nextInt(shuffled.length))).distinct.sorted
       val got = run(windowsOf(stream, definition).where(col("k") =!= "flush"), OutputMode.Append(), s"final_$split") { q =>
-        cuts.sliding(2).foreach { case Seq(a, b) =>
+        cuts.zip(cuts.tail).foreach { case (a, b) =>
           input.addData(shuffled.slice(a, b))
           q.processAllAvailable()
         }

@@ -1,0 +1,110 @@
+package windowagg
+
+import java.time.Duration
+
+import windowagg.core.{TimeSpan, WindowError}
+
+/**
+ * Cumulative windows (Flink's CUMULATE): time is cut into periods of `maxSize` (starting at
+ * `offset + k × maxSize`), and each period s has the windows `[s, s + step)`, `[s, s + 2·step)`, …,
+ * `[s, s + maxSize)`: a running total that restarts every period, e.g. a daily total refreshed
+ * every hour. Half-open like Spark's `window()`; only windows that hold records exist.
+ *
+ * Swept by slicing: one partial per key and step, each window combining the steps of its period so
+ * far, so no row is copied per window.
+ */
+final class CumulativeWindows private (
+    val step: TimeSpan,
+    val maxSize: TimeSpan,
+    val offset: Option[TimeSpan],
+    val gracePeriod: Option[TimeSpan]) extends WindowDefinition {
+
+  /** Periods shifted by `offset` from the epoch: zero or more, less than the max size. */
+  def withOffset(offset: String): CumulativeWindows = withOffsetSpan(TimeSpan.parse(offset))
+  def withOffset(offset: Duration): CumulativeWindows = withOffsetSpan(TimeSpan.of(offset, "window offset"))
+  def withOffset(offset: Long): CumulativeWindows = withOffsetSpan(TimeSpan.ticks(offset))
+
+  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  def grace(afterWindowEnd: String): CumulativeWindows =
+    new CumulativeWindows(step, maxSize, offset, Some(WindowSpec.grace(afterWindowEnd)))
+  def grace(afterWindowEnd: Duration): CumulativeWindows =
+    new CumulativeWindows(step, maxSize, offset, Some(WindowSpec.grace(afterWindowEnd)))
+
+  private def withOffsetSpan(o: TimeSpan): CumulativeWindows =
+    new CumulativeWindows(step, maxSize, Some(TimeSpan.nonNegative(o, "window offset")), gracePeriod)
+
+  override def resolve(timeline: Timeline): CumulativeWindows.Resolved = {
+    val stepTicks = step.toTicks(timeline, "cumulative window step")
+    val maxTicks = maxSize.toTicks(timeline, "cumulative window max size")
+    val offsetTicks = offset.map(_.toTicks(timeline, "window offset")).getOrElse(0L)
+    if (stepTicks <= 0) throw WindowError(s"cumulative window step must be positive, got $step")
+    if (maxTicks <= 0) throw WindowError(s"cumulative window max size must be positive, got $maxSize")
+    if (maxTicks % stepTicks != 0) {
+      throw WindowError(s"cumulative window max size $maxSize is not a whole multiple of the step $step")
+    }
+    if (offsetTicks >= maxTicks) throw WindowError(s"window offset ${offset.get} must be less than the max size $maxSize")
+    CumulativeWindows.Resolved(stepTicks, maxTicks, offsetTicks, gracePeriod.map(_.toTicks(timeline, "grace period")))
+  }
+
+  override def spec: String =
+    s"cumulative ${step.spec} up to ${maxSize.spec}" + offset.map(o => s" offset ${o.spec}").getOrElse("") +
+      WindowSpec.graceSpec(gracePeriod)
+  override def toString: String =
+    s"CumulativeWindows.of($step, $maxSize)" + offset.map(o => s".withOffset($o)").getOrElse("") +
+      gracePeriod.map(g => s".grace($g)").getOrElse("")
+  override def equals(other: Any): Boolean = other match {
+    case o: CumulativeWindows => o.step == step && o.maxSize == maxSize && o.offset == offset && o.gracePeriod == gracePeriod
+    case _ => false
+  }
+  override def hashCode: Int = (step, maxSize, offset, gracePeriod).hashCode
+}
+
+object CumulativeWindows extends WindowSpec.Reader {
+  /** Windows growing by `step` ("1 hour") within periods of `maxSize` ("1 day"), a whole multiple of the step. */
+  def of(step: String, maxSize: String): CumulativeWindows = checked(TimeSpan.parse(step), TimeSpan.parse(maxSize))
+  def of(step: Duration, maxSize: Duration): CumulativeWindows =
+    checked(TimeSpan.of(step, "cumulative window step"), TimeSpan.of(maxSize, "cumulative window max size"))
+  /** Step and max size in ticks of an integral time column's own unit. */
+  def of(step: Long, maxSize: Long): CumulativeWindows = checked(TimeSpan.ticks(step), TimeSpan.ticks(maxSize))
+
+  private def checked(step: TimeSpan, maxSize: TimeSpan): CumulativeWindows =
+    new CumulativeWindows(
+      TimeSpan.positive(step, "cumulative window step"), TimeSpan.positive(maxSize, "cumulative window max size"), None, None)
+
+  override val keywords: Seq[String] = Seq("cumulative")
+  override val usage: String = "cumulative <step> up to <max size> [offset <length>] [grace <length>]"
+  override def read(keyword: String, spec: WindowSpec.Clauses): WindowDefinition = {
+    spec.only(Seq("up to", "offset", "grace"))
+    val max = spec.clause("up to").getOrElse(throw WindowError(s"'${spec.text}' says no max size: $usage"))
+    var windows = checked(spec.length(spec.lead, "cumulative window step"), spec.length(max, "cumulative window max size"))
+    spec.clause("offset").foreach(o => windows = windows.withOffsetSpan(spec.length(o, "window offset")))
+    spec.grace.fold(windows)(g => new CumulativeWindows(windows.step, windows.maxSize, windows.offset, Some(g)))
+  }
+
+  /** Periods `[offset + k × max, … + max)` in ticks, each with windows ending at every step; slices of one step. */
+  final case class Resolved(stepTicks: Long, maxTicks: Long, offsetTicks: Long, graceTicks: Option[Long] = None)
+      extends EnumeratedWindows {
+    require(stepTicks > 0 && maxTicks > 0 && maxTicks % stepTicks == 0 && offsetTicks >= 0 && offsetTicks < maxTicks)
+
+    override def maxSpan: Long = maxTicks - 1
+    override def sliceStart(time: Long): Long = time - Math.floorMod(time - offsetTicks, stepTicks)
+
+    override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
+      val period = periodOf(time)
+      var end = sliceStart(time) + stepTicks
+      val last = endOf(period)
+      while (end <= last) {
+        window(period, end)
+        end += stepTicks
+      }
+    }
+
+    override def closesAt(time: Long): Long = endOf(periodOf(time)) - 1
+
+    private def periodOf(time: Long): Long = time - Math.floorMod(time - offsetTicks, maxTicks)
+
+    private def endOf(period: Long): Long =
+      try Math.addExact(period, maxTicks)
+      catch { case _: ArithmeticException => throw WindowError(s"a window starting at $period ends beyond the range of a 64-bit time") }
+  }
+}

@@ -1,0 +1,97 @@
+package windowagg
+
+import windowagg.core.{PartialAggregation, Reaching, SlicingCursor, WindowCursor}
+import windowagg.core.Ticks.saturatingAdd
+
+/**
+ * A window definition resolved against a time column, all in ticks: what the one batch operator
+ * and the one streaming processor drive, whatever the kind. A kind says how its windows come out
+ * of one key's time-ordered partials (its cursor) and when they are final; the engine does the rest.
+ *
+ * Windows are reported as (start, end). `endInclusive` tells whether `end` is a time of the window
+ * (`[start, end]`, as KIP-450 and KIP-94) or the first time after it (`[start, end)`, as Spark's
+ * `window()` and Kafka's `TimeWindows`).
+ */
+trait ResolvedWindows extends Serializable {
+  /** How long after a window's end rows may still arrive (streaming), in ticks, where the definition gives it. */
+  def graceTicks: Option[Long]
+
+  def endInclusive: Boolean
+
+  /** The last time a window ending at `end` holds; it is final once the watermark passes this. */
+  final def lastTick(end: Long): Long = if (endInclusive) end else end - 1
+
+  /** The largest `lastTick(end) − start` of any window: partials older than that behind every open window are dropped. */
+  def maxSpan: Long
+
+  /**
+   * The time under which a record at `time` is aggregated: the time itself, or for kinds swept by
+   * slicing the start of its slice (all its windows hold the whole slice).
+   */
+  def partialTime(time: Long): Long = time
+
+  /**
+   * How far a record at `time` keeps its window open (sessions: t + gap); `rowLength` is the
+   * record's own length in ticks where the definition reads one per row, 0 otherwise.
+   */
+  def reach(time: Long, rowLength: Long): Long = time
+
+  /**
+   * Every window of one key, from its partials in strictly increasing time (each keyed by
+   * `partialTime`), in non-decreasing order of end. The cursor owns the partials handed to it.
+   */
+  def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P]
+
+  /** The last tick of the latest window that can hold a record at `time`: once the watermark passes it, the record is late. */
+  def closesAt(time: Long): Long
+
+  /** The oldest partial time that a window whose last tick is at or after `from` can hold. */
+  def oldestNeeded(from: Long): Long = saturatingAdd(from, -maxSpan)
+
+  /** Whether new partials at `times` (sorted) change the window (start, end). */
+  def changedBy(start: Long, end: Long, times: Array[Long]): Boolean = {
+    var lo = 0
+    var hi = times.length
+    while (lo < hi) { // the first index with times(i) >= start
+      val mid = (lo + hi) >>> 1
+      if (times(mid) < start) lo = mid + 1 else hi = mid
+    }
+    lo < times.length && times(lo) <= lastTick(end)
+  }
+}
+
+/**
+ * Kinds whose windows grow and merge as records arrive (sessions): streaming keeps one partial per
+ * open window and merges them, instead of sweeping per-time partials.
+ */
+trait MergingWindows extends ResolvedWindows {
+  /** A fixed gap in ticks, or None when each record carries its own. */
+  def fixedGap: Option[Long]
+}
+
+/**
+ * Kinds whose windows can be listed for a time (KIP-645), each `[start, end)`, swept by slicing:
+ * records of one slice are aggregated together, and each window combines its slices.
+ */
+trait EnumeratedWindows extends ResolvedWindows {
+  /** Hands `window(start, end)` every window that holds `time`. */
+  def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit
+
+  /**
+   * The start of the slice holding `time`: a run of times that every window either holds whole or
+   * not at all. Each distinct time is its own slice unless a kind knows coarser ones.
+   */
+  def sliceStart(time: Long): Long = time
+
+  override final def endInclusive: Boolean = false
+  override final def partialTime(time: Long): Long = sliceStart(time)
+
+  override def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P] =
+    new SlicingCursor[P](this, partials, agg)
+
+  override def closesAt(time: Long): Long = {
+    var latest = Long.MinValue
+    foreachWindow(time)((_, end) => latest = math.max(latest, end - 1))
+    latest
+  }
+}

@@ -1,0 +1,44 @@
+package windowagg
+
+import java.time.{Instant, LocalDateTime, ZoneId, ZoneOffset}
+import java.util.Locale
+import java.util.concurrent.TimeUnit
+
+import windowagg.core.WindowError
+
+/**
+ * How a time column's values map to instants: ticks of `unit` since the epoch. `zone` is where
+ * local calendar times are read (the session time zone for TIMESTAMP; UTC for TIMESTAMP_NTZ and
+ * integral epochs, which carry no zone). `isTimestamp` tells a TIMESTAMP or TIMESTAMP_NTZ column
+ * from an integral one, whose lengths may also be given as bare counts of ticks.
+ */
+final case class Timeline(unit: TimeUnit, zone: ZoneId, isTimestamp: Boolean) {
+  private val ticksPerSecond = unit.convert(1, TimeUnit.SECONDS)
+  private val nanosPerTick = unit.toNanos(1)
+
+  def toInstant(ticks: Long): Instant =
+    Instant.ofEpochSecond(Math.floorDiv(ticks, ticksPerSecond), Math.floorMod(ticks, ticksPerSecond) * nanosPerTick)
+
+  /** The instant in ticks, rounded down to a whole tick. */
+  def fromInstant(instant: Instant): Long =
+    try Math.addExact(Math.multiplyExact(instant.getEpochSecond, ticksPerSecond), instant.getNano / nanosPerTick)
+    catch { case _: ArithmeticException => throw WindowError(s"$instant is out of the range of the time column") }
+
+  def toLocal(ticks: Long): LocalDateTime = LocalDateTime.ofInstant(toInstant(ticks), zone)
+
+  /** A local date-time in `zone` in ticks; in a gap or overlap of the zone's offset, as `java.time` resolves it. */
+  def fromLocal(local: LocalDateTime): Long = fromInstant(local.atZone(zone).toInstant)
+
+  /** `ticks` as a readable time, for messages. */
+  def format(ticks: Long): String =
+    if (isTimestamp) s"${toLocal(ticks)}${if (zone == ZoneOffset.UTC) "Z" else s" $zone"}"
+    else s"$ticks ${unit.name.toLowerCase(Locale.ROOT)}"
+}
+
+object Timeline {
+  /** An integral epoch column in `unit`. */
+  def epoch(unit: TimeUnit): Timeline = Timeline(unit, ZoneOffset.UTC, isTimestamp = false)
+
+  /** A TIMESTAMP (microseconds) read in `zone`. */
+  def timestamp(zone: ZoneId): Timeline = Timeline(TimeUnit.MICROSECONDS, zone, isTimestamp = true)
+}

@@ -1,0 +1,51 @@
+package windowagg.core
+
+import windowagg.ResolvedWindows
+
+/**
+ * Streaming rules for any kind swept from per-time partials, against a watermark in ticks: a
+ * window is final once its last tick is behind the watermark, and a final window is never created
+ * or changed afterwards.
+ *
+ * A streaming key keeps one partial per partial time and a point `finalBefore`: every window whose
+ * last tick is before it has been dealt with (emitted, or never to exist). As the watermark passes
+ * new window ends, those windows come from the partials through the kind's own cursor, the same as
+ * in batch, so streaming and batch agree on on-time data.
+ */
+final class WindowFinality(kind: ResolvedWindows) {
+
+  /** A record is late once every window that could hold it is final. */
+  def isLate(time: Long, watermark: Long): Boolean = kind.closesAt(time) < watermark
+
+  /** The earliest partial time to keep once windows whose last tick is before `finalBefore` are final. */
+  def oldestNeeded(finalBefore: Long): Long = kind.oldestNeeded(finalBefore)
+
+  /**
+   * Runs the kind's cursor over a key's partials and hands `emit(start, end, aggregate)` every
+   * window whose last tick lies in [from, until). Returns the last tick of the first window at or
+   * after `until` (when the watermark passes it, the next window becomes final), if any. The
+   * aggregate buffer is valid only during `emit`.
+   */
+  def windowsEndingIn[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, until: Long)(
+      emit: (Long, Long, P) => Unit): Option[Long] = {
+    val cursor = kind.cursor(partials, agg)
+    while (cursor.advance()) {
+      val last = kind.lastTick(cursor.end)
+      if (last >= until) return Some(last)
+      if (last >= from) emit(cursor.start, cursor.end, cursor.aggregate)
+    }
+    None
+  }
+
+  /** Every window whose last tick is at or after `from` that new partials at `times` (sorted) changed, in cursor order. */
+  def windowsChangedBy[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, times: Array[Long])(
+      emit: (Long, Long, P) => Unit): Unit = {
+    if (times.isEmpty) return
+    val cursor = kind.cursor(partials, agg)
+    while (cursor.advance()) {
+      val start = cursor.start
+      val end = cursor.end
+      if (kind.lastTick(end) >= from && kind.changedBy(start, end, times)) emit(start, end, cursor.aggregate)
+    }
+  }
+}
