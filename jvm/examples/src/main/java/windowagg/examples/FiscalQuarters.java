@@ -19,6 +19,7 @@ import windowagg.Window;
  * parameters, e.g. {@code custom windowagg.examples.FiscalQuarters(firstMonth=2)}.
  */
 public final class FiscalQuarters implements EnumerableWindowDefinition {
+    private static final long serialVersionUID = 1L;
     private final int firstMonth;
 
     public FiscalQuarters(Map<String, String> parameters) {

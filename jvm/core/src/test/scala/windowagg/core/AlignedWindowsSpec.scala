@@ -1,0 +1,146 @@
+package windowagg.core
+
+import scala.collection.mutable.ArrayBuffer
+
+import org.scalacheck.Gen
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.matchers.should.Matchers
+
+import windowagg.{CumulativeWindows, EnumeratedWindows, TimeWindows}
+import windowagg.core.TestAggregations.Collect
+
+/**
+ * Tumbling, hopping and cumulative windows: each kind's listing of windows against an independent
+ * formula in exact arithmetic; the slicing cursor (over slices, as the batch operator feeds it)
+ * against a brute force over single records; streaming finality against batch.
+ */
+class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPropertyChecks {
+
+  /** Windows [o + kA, o + kA + S) holding t, for every whole k, in BigInt (no wrap, no floorMod). */
+  private def hoppingReference(size: Long, advance: Long, offset: Long, t: Long): Set[(Long, Long)] = {
+    val (s, a, o, x) = (BigInt(size), BigInt(advance), BigInt(offset), BigInt(t))
+    def floorDiv(n: BigInt, d: BigInt): BigInt = { val q = n / d; if ((n % d) != 0 && (n < 0) != (d < 0)) q - 1 else q }
+    val kLast = floorDiv(x - o, a) // start ≤ t
+    val kFirst = floorDiv(x - o - s, a) + 1 // start + size > t
+    (kFirst to kLast).map(k => ((o + k * a).toLong, (o + k * a + s).toLong)).toSet
+  }
+
+  /** Cumulative: the period [p, p + M) holding t, and its windows [p, p + jP) that hold t. */
+  private def cumulativeReference(step: Long, max: Long, offset: Long, t: Long): Set[(Long, Long)] = {
+    val period = hoppingReference(max, max, offset, t).head._1
+    (1L to max / step).map(j => (period, period + j * step)).filter(_._2 > t).toSet
+  }
+
+  private def listed(kind: EnumeratedWindows, t: Long): Set[(Long, Long)] = {
+    val out = ArrayBuffer.empty[(Long, Long)]
+    kind.foreachWindow(t)((s, e) => out += ((s, e)))
+    out.toSet
+  }
+
+  private val hopping: Gen[TimeWindows.Resolved] = for {
+    advance <- Gen.choose(1L, 12L)
+    multiple <- Gen.choose(1L, 5L)
+    extra <- Gen.oneOf(0L, 0L, 1L, advance / 2)
+    offset <- Gen.choose(0L, advance - 1)
+  } yield TimeWindows.Resolved(advance * multiple + extra, advance, offset)
+
+  private val cumulative: Gen[CumulativeWindows.Resolved] = for {
+    step <- Gen.choose(1L, 10L)
+    steps <- Gen.choose(1L, 6L)
+    offset <- Gen.choose(0L, step * steps - 1)
+  } yield CumulativeWindows.Resolved(step, step * steps, offset)
+
+  private val records: Gen[Vector[(Long, Int)]] = for {
+    n <- Gen.choose(0, 40)
+    times <- Gen.listOfN(n, Gen.choose(-60L, 60L))
+  } yield times.zipWithIndex.toVector
+
+  test("property: hopping and tumbling windows are those of the independent formula, pre-epoch times included") {
+    forAll(hopping, Gen.choose(-1000L, 1000L)) { (kind, t) =>
+      listed(kind, t) shouldBe hoppingReference(kind.sizeTicks, kind.advanceTicks, kind.offsetTicks, t)
+      kind.closesAt(t) shouldBe listed(kind, t).map(_._2 - 1).max
+      val slice = kind.sliceStart(t)
+      listed(kind, slice) shouldBe listed(kind, t) // a slice lies whole in each of its windows
+    }
+  }
+
+  test("property: cumulative windows are those of the independent formula") {
+    forAll(cumulative, Gen.choose(-1000L, 1000L)) { (kind, t) =>
+      listed(kind, t) shouldBe cumulativeReference(kind.stepTicks, kind.maxTicks, kind.offsetTicks, t)
+      kind.closesAt(t) shouldBe listed(kind, t).map(_._2 - 1).max
+      listed(kind, kind.sliceStart(t)) shouldBe listed(kind, t)
+    }
+  }
+
+  test("Spark's window() boundaries: 10-minute windows every 5 minutes starting 2 minutes past, before and after 1970") {
+    val minute = 60000000L
+    val kind = TimeWindows.Resolved(10 * minute, 5 * minute, 2 * minute)
+    listed(kind, 0L) shouldBe Set((-8 * minute, 2 * minute), (-3 * minute, 7 * minute))
+    listed(kind, -minute) shouldBe Set((-8 * minute, 2 * minute), (-3 * minute, 7 * minute))
+    listed(kind, -4 * minute) shouldBe Set((-8 * minute, 2 * minute), (-13 * minute, -3 * minute))
+    listed(kind, 2 * minute) shouldBe Set((2 * minute, 12 * minute), (-3 * minute, 7 * minute))
+  }
+
+  /** The slicing cursor's windows over slice partials, as the operator feeds it. */
+  private def swept(kind: EnumeratedWindows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] = {
+    val agg = new Collect[Int]
+    // rows come sorted by time (ties in input order) and are folded into their slice in that order
+    val slices = SweepHarness.partials(recs.sortBy(_._1).map { case (t, v) => (kind.partialTime(t), v) }, agg)(v => ArrayBuffer(v))
+    val cursor = kind.cursor(slices.iterator.map(p => Reaching(p.time, p.time, p.partial)), agg)
+    val out = Vector.newBuilder[(Long, Long, Vector[Int])]
+    while (cursor.advance()) out += ((cursor.start, cursor.end, cursor.aggregate.toVector))
+    out.result()
+  }
+
+  private def brute(kind: EnumeratedWindows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] =
+    BruteForceKinds.windows(kind, recs).toVector.map { case ((s, e), rs) => (s, e, rs.map(_._2)) }
+      .sortBy(w => (w._2, w._1))
+
+  test("property: the slicing cursor gives every window holding records once, in end order, records in time order") {
+    forAll(Gen.oneOf(hopping, cumulative), records) { (kind, recs) =>
+      withClue(s"$kind, $recs\n") {
+        val got = swept(kind, recs)
+        got shouldBe brute(kind, recs)
+        got.map(_._2) shouldBe sorted
+      }
+    }
+  }
+
+  test("property: a kind whose window starts go back is still right (the combination is rebuilt)") {
+    // windows [t/10*10 - 20, …+30) and [t/10*10, …+10): ordered by end, the starts go back and forth
+    val nested = new EnumeratedWindows {
+      override def graceTicks: Option[Long] = None
+      override def maxSpan: Long = 29
+      override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
+        val base = Math.floorDiv(time, 10L) * 10
+        window(base, base + 10)
+        var s = base - 20
+        while (s <= base) { window(s, s + 30); s += 10 }
+      }
+    }
+    forAll(records) { recs =>
+      withClue(s"$recs\n") { swept(nested, recs) shouldBe brute(nested, recs) }
+    }
+  }
+
+  test("property: streaming finality over random watermark steps emits exactly the batch windows") {
+    forAll(Gen.oneOf(hopping, cumulative), records, Gen.listOfN(5, Gen.choose(-80L, 80L))) { (kind, recs, steps) =>
+      val finality = new WindowFinality(kind)
+      val all = brute(kind, recs)
+      val emitted = ArrayBuffer.empty[(Long, Long, Vector[Int])]
+      val untils = (steps :+ Long.MaxValue).distinct.sorted
+      withClue(s"$kind, $recs, watermarks $untils\n") {
+        untils.foldLeft(Long.MinValue) { (from, until) =>
+          val agg = new Collect[Int]
+          val kept = recs.sortBy(_._1).filter(r => kind.partialTime(r._1) >= finality.oldestNeeded(from))
+          val slices = SweepHarness.partials(kept.map { case (t, v) => (kind.partialTime(t), v) }, agg)(v => ArrayBuffer(v))
+          finality.windowsEndingIn(slices.iterator.map(p => Reaching(p.time, p.time, p.partial)), agg, from, until) {
+            (s, e, p) => emitted += ((s, e, p.toVector))
+          }
+          until
+        }
+        emitted.toVector shouldBe all.filter(_._2 - 1 < Long.MaxValue)
+      }
+    }
+  }
+}

@@ -1,0 +1,168 @@
+package windowagg.spark
+
+import java.sql.Timestamp
+import java.time.ZoneOffset
+
+import scala.util.Random
+
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.streaming.OutputMode
+import org.scalatest.funsuite.AnyFunSuite
+
+import windowagg._
+import windowagg.core.BruteForceKinds
+import windowagg.examples.FiscalQuarters
+import windowagg.functions.window
+
+/**
+ * One conformance suite for every kind of window the engine drives, built-in and user-defined:
+ * batch equals a brute-force enumeration from the definition, SQL (`windows(...)` and
+ * `window_agg(...)`) equals the DataFrame API, streaming equals batch on on-time data under random
+ * micro-batch splits, and late rows are counted and emitted. Adding a kind is one line in `kinds`.
+ */
+class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
+  import WindowKindConformanceSuite._
+
+  private val minute = 60L
+  private val day = 86400L
+
+  /** Each kind, with the span (in seconds, around the epoch) its test times are drawn from. */
+  private val kinds: Seq[Kind] = Seq(
+    Kind("sliding", SlidingWindows.of("30 seconds"), 10 * minute),
+    Kind("session", SessionWindows.withInactivityGap("20 seconds"), 10 * minute),
+    Kind("tumbling", TimeWindows.of("1 minute"), 10 * minute),
+    Kind("tumbling with an offset", TimeWindows.of("1 minute").withOffset("15 seconds"), 10 * minute),
+    Kind("hopping", TimeWindows.of("1 minute").advanceBy("20 seconds"), 10 * minute),
+    Kind("hopping, size no multiple of the advance", TimeWindows.of("50 seconds").advanceBy("20 seconds").withOffset("7 seconds"), 10 * minute),
+    Kind("cumulative", CumulativeWindows.of("20 seconds", "2 minutes"), 10 * minute),
+    Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), 800 * day),
+    Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day))
+
+  private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
+    val rnd = new Random(seed)
+    // a pool of times, so that times repeat; centred on the epoch, so that half are before 1970
+    val pool = Seq.fill(n / 2)(((rnd.nextDouble() - 0.5) * kind.spanSeconds * 1000000).toLong)
+    Seq.fill(n)((s"k${rnd.nextInt(3)}", pool(rnd.nextInt(pool.length)), rnd.nextInt(100).toLong))
+  }
+
+  private def frame(rows: Seq[(String, Long, Long)]): DataFrame = {
+    import spark.implicits._
+    rows.toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+  }
+
+  private val aggregates = Seq(sum("v").as("s"), count(lit(1)).as("n"), array_sort(collect_list("v")).as("l"))
+  private val aggregatesSql = "sum(v) AS s, count(1) AS n, array_sort(collect_list(v)) AS l"
+
+  private def dataFrameApi(df: DataFrame, definition: WindowDefinition, options: Map[String, String] = Map.empty): DataFrame =
+    df.groupBy(col("k"), window(col("ts"), definition, options)).agg(aggregates.head, aggregates.tail: _*)
+      .select(col("k"), col("window.start").as("start"), col("window.end").as("end"), col("s"), col("n"), col("l"))
+
+  private def result(df: DataFrame): Seq[Out] = df.collect().map { r =>
+    Out(r.getString(0), micros(r.getAs[Timestamp](1)), micros(r.getAs[Timestamp](2)), r.getLong(3), r.getLong(4),
+      r.getSeq[Long](5).toVector)
+  }.toSeq.sortBy(o => (o.k, o.start, o.end))
+
+  private def bruteForce(kind: Kind, rows: Seq[(String, Long, Long)]): Seq[Out] = {
+    val resolved = kind.definition.resolve(Timeline.timestamp(ZoneOffset.UTC))
+    rows.groupBy(_._1).toSeq.flatMap { case (k, ofKey) =>
+      BruteForceKinds.windows(resolved, ofKey.map(r => (r._2, r._3))).map { case ((start, end), records) =>
+        val values = records.map(_._2)
+        Out(k, start, end, values.sum, values.length.toLong, values.sorted)
+      }
+    }.sortBy(o => (o.k, o.start, o.end))
+  }
+
+  for (kind <- kinds) {
+    test(s"${kind.name}: batch equals a brute-force enumeration of the definition") {
+      for (seed <- 1 to 3) {
+        val rows = events(kind, seed, 200)
+        assert(result(dataFrameApi(frame(rows), kind.definition)) == bruteForce(kind, rows), s"seed $seed")
+      }
+    }
+
+    test(s"${kind.name}: SQL windows(...) and window_agg(...) equal the DataFrame API") {
+      val rows = events(kind, 7, 150)
+      frame(rows).createOrReplaceTempView("conformance_events")
+      val expected = result(dataFrameApi(frame(rows), kind.definition))
+      val spec = kind.definition.spec.replace("'", "''")
+      val grouped = spark.sql(
+        s"""SELECT k, window.start, window.end, $aggregatesSql FROM conformance_events
+           |GROUP BY k, windows(ts, '$spec')""".stripMargin)
+      assert(result(grouped) == expected)
+      val table = spark.sql(
+        s"""SELECT * FROM window_agg(TABLE(conformance_events) PARTITION BY k ORDER BY (ts), '$spec', '$aggregatesSql')""")
+      assert(table.columns.toSeq == Seq("k", "window_start", "window_end", "s", "n", "l"))
+      assert(result(table) == expected)
+      assert(WindowSpec.parse(kind.definition.spec) == kind.definition, "the spec parses back to the definition")
+    }
+
+    test(s"${kind.name}: streaming final windows equal batch under random micro-batch splits") {
+      import spark.implicits._
+      // Spark's watermark starts at the epoch: times before it would be late in the first micro-batch
+      val rows = events(kind, 11, 150).map { case (k, t, v) => (k, t + kind.spanSeconds * 1000000L, v) }
+      val expected = result(dataFrameApi(frame(rows), kind.definition))
+      val input = MemoryStream[(String, Long, Long)](spark)
+      val stream = input.toDF().toDF("k", "t", "v")
+        .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+        .withWatermark("ts", s"${kind.spanSeconds * 4} seconds")
+      val name = s"conformance_${kinds.indexOf(kind)}"
+      val query = dataFrameApi(stream, kind.definition).where(col("k") =!= "flush")
+        .writeStream.format("memory").queryName(name).outputMode(OutputMode.Append()).start()
+      try {
+        val shuffled = new Random(3).shuffle(rows)
+        val cuts = (Seq(0, shuffled.length) ++ Seq.fill(3)(new Random(5).nextInt(shuffled.length))).distinct.sorted
+        cuts.zip(cuts.tail).foreach { case (a, b) =>
+          input.addData(shuffled.slice(a, b))
+          query.processAllAvailable()
+        }
+        // far-future rows move the watermark past every window of the real rows
+        val far = kind.spanSeconds * 1000000L * 20
+        input.addData(Seq(("flush", far, 0L)))
+        query.processAllAvailable()
+        input.addData(Seq(("flush", far * 2, 0L)))
+        query.processAllAvailable()
+      } finally query.stop()
+      assert(result(spark.table(name)) == expected)
+    }
+
+    test(s"${kind.name}: a late row is counted and emitted, on-time rows are windowed") {
+      import spark.implicits._
+      val input = MemoryStream[(String, Long, Long)](spark)
+      val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+      val definition = kind.definition match {
+        case d: WindowDefinition if d.spec.contains(" grace ") => d
+        case _ => WindowSpec.parse(s"${kind.definition.spec} grace 1 second")
+      }
+      val name = s"conformance_late_${kinds.indexOf(kind)}"
+      val query = stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit"))).agg(sum("v").as("s"))
+        .writeStream.format("memory").queryName(name).outputMode("append").start()
+      val span = kind.spanSeconds * 1000000L
+      try {
+        input.addData(("a", span * 2, 1L))
+        query.processAllAvailable()
+        input.addData(("a", span * 10, 2L)) // the watermark moves far beyond every window holding the first row
+        query.processAllAvailable()
+        input.addData(("a", span * 3, 4L), ("a", span * 10, 8L)) // late; on time
+        query.processAllAvailable()
+        val out = spark.table(name)
+        val late = out.where(col("late_reason").isNotNull).collect()
+        assert(late.length == 1)
+        assert(late.head.getAs[String]("late_reason") == "late")
+        assert(late.head.getAs[Row]("late_row").getAs[Long]("v") == 4L)
+        val windowed = out.where(col("late_reason").isNull).select("s").collect().map(_.getLong(0)).toSet
+        assert(windowed == Set(1L), "the first row's windows are final and hold it alone; the late row is in none")
+        val metrics = query.recentProgress.flatMap(p => Option(p.observedMetrics.get("windowagg")))
+        assert(metrics.map(_.getAs[Long]("late_rows")).sum == 1L)
+      } finally query.stop()
+    }
+  }
+
+  private def micros(t: Timestamp): Long = Math.addExact(Math.multiplyExact(Math.floorDiv(t.getTime, 1000L), 1000000L), t.getNanos / 1000L)
+}
+
+object WindowKindConformanceSuite {
+  final case class Kind(name: String, definition: WindowDefinition, spanSeconds: Long)
+  final case class Out(k: String, start: Long, end: Long, sum: Long, count: Long, values: Vector[Long])
+}
