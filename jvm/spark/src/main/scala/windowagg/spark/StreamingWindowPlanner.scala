@@ -97,15 +97,14 @@ object StreamingWindowPlanner {
 
     val plan = kept.queryExecution.analyzed
     val out = plan.output
-    val keys = node.keys.length
-    val named = node.output.zipWithIndex.map { case (target, i) =>
-      Alias(out(1 + i), target.name)(exprId = target.exprId)
+    val named = node.output.zip(spec.resultOrdinals).map { case (target, ordinal) =>
+      Alias(out(ordinal), target.name)(exprId = target.exprId)
     }
-    val late = if (options.emitLateRows) Seq(out(1 + keys + 2 + node.functions.length), out(2 + keys + 2 + node.functions.length)) else Nil
+    val late = if (options.emitLateRows) Seq(out(spec.lateReasonOrdinal), out(spec.lateRowOrdinal)) else Nil
     // sessions in update mode: merged-away sessions come as rows marked retraction = true
     val retraction = node.windows match {
       case _: MergingWindows if options.emitUpdates =>
-        Seq(Alias(EqualTo(out.head, Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
+        Seq(Alias(EqualTo(out(spec.kindOrdinal), Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
       case _ => Nil
     }
     Project(named ++ late ++ retraction, plan)

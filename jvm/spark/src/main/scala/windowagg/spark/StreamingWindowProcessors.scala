@@ -43,6 +43,18 @@ final case class StreamingWindowSpec(
       Seq(
         StructField(StreamingWindowSpec.LateReason, StringType),
         StructField(StreamingWindowSpec.LateRow, valueSchema)))
+
+  // Where each part sits in outputSchema.
+  def kindOrdinal: Int = 0
+  def keyOrdinal(i: Int): Int = 1 + i
+  def windowStartOrdinal: Int = 1 + keySchema.length
+  def windowEndOrdinal: Int = windowStartOrdinal + 1
+  def aggregateOrdinal(i: Int): Int = windowEndOrdinal + 1 + i
+  def lateReasonOrdinal: Int = aggregateOrdinal(functions.length)
+  def lateRowOrdinal: Int = lateReasonOrdinal + 1
+  /** The columns of the batch node's output (keys, window bounds, aggregates), in its order. */
+  def resultOrdinals: Seq[Int] = keySchema.indices.map(keyOrdinal) ++ Seq(windowStartOrdinal, windowEndOrdinal) ++
+    functions.indices.map(aggregateOrdinal)
 }
 
 object StreamingWindowSpec {
@@ -107,28 +119,28 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
       late: Option[(String, InternalRow)]): Row = {
     val keys = spec.keySchema.length
     val n = spec.functions.length
-    val row = new GenericInternalRow(1 + keys + 2 + n + 2)
-    row.setInt(0, kind)
+    val row = new GenericInternalRow(spec.lateRowOrdinal + 1)
+    row.setInt(spec.kindOrdinal, kind)
     var i = 0
-    while (i < keys) { row.update(1 + i, keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
-    if (late.isDefined) { row.setNullAt(1 + keys); row.setNullAt(2 + keys) }
-    else { row.setLong(1 + keys, start); row.setLong(2 + keys, end) }
+    while (i < keys) { row.update(spec.keyOrdinal(i), keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
+    if (late.isDefined) { row.setNullAt(spec.windowStartOrdinal); row.setNullAt(spec.windowEndOrdinal) }
+    else { row.setLong(spec.windowStartOrdinal, start); row.setLong(spec.windowEndOrdinal, end) }
     buffer match {
       case Some(b) =>
         val result = aggregates.result(b)
         i = 0
-        while (i < n) { row.update(3 + keys + i, result.get(i, spec.functions(i).dataType)); i += 1 }
+        while (i < n) { row.update(spec.aggregateOrdinal(i), result.get(i, spec.functions(i).dataType)); i += 1 }
       case None =>
         i = 0
-        while (i < n) { row.setNullAt(3 + keys + i); i += 1 }
+        while (i < n) { row.setNullAt(spec.aggregateOrdinal(i)); i += 1 }
     }
     late match {
       case Some((reason, value)) =>
-        row.update(3 + keys + n, UTF8String.fromString(reason))
-        row.update(4 + keys + n, value.copy())
+        row.update(spec.lateReasonOrdinal, UTF8String.fromString(reason))
+        row.update(spec.lateRowOrdinal, value.copy())
       case None =>
-        row.setNullAt(3 + keys + n)
-        row.setNullAt(4 + keys + n)
+        row.setNullAt(spec.lateReasonOrdinal)
+        row.setNullAt(spec.lateRowOrdinal)
     }
     outputToRow(row)
   }

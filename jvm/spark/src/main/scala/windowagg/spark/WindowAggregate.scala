@@ -7,10 +7,10 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SupportsNonDete
 import windowagg.ResolvedWindows
 
 /**
- * Windowed aggregation of `child`: per key, every window of `windows` (KIP-450 sliding windows or
- * KIP-94 sessions) over `time`, with the aggregate functions computed over the rows of each
+ * Windowed aggregation of `child`: per key, every window of `windows` (any kind: sliding, session,
+ * tumbling, hopping, cumulative, user-defined) over `time`, with the aggregate functions computed over the rows of each
  * window. Output: the keys, `windowStart`, `windowEnd`, then one column per aggregate function.
- * `gap` is the per-row gap column of sessions with a dynamic gap.
+ * `gap` is the per-row length column the definition reads (sessions with a dynamic gap).
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
  * Aggregate), each with its FILTER predicate (`true` when it has none; a plain expression, so that
