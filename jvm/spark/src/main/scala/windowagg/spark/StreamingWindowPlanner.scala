@@ -77,9 +77,11 @@ object StreamingWindowPlanner {
       gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
       gapType = node.gap.map(_.dataType))
 
-    val values_ = SparkInternals.dataFrame(session, Project(values, marked))
-    val grouped = values_.groupBy(node.keys.map(SparkInternals.column): _*)
-      .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.valueSchema))
+    // the processors get each row's values packed in binary form, beside the keys they group by
+    val packed = Project(node.keys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),
+      Project(values, marked))
+    val grouped = SparkInternals.dataFrame(session, packed).groupBy(node.keys.map(SparkInternals.column): _*)
+      .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.packedSchema))
     val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()
     val processor = node.windows match {
       case _: MergingWindows => new SessionWindowProcessor(spec)

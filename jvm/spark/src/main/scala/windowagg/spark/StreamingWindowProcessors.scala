@@ -6,7 +6,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.encoders.{encoderFor, ExpressionEncoder}
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.streaming._
@@ -31,6 +31,10 @@ final case class StreamingWindowSpec(
     gapType: Option[DataType] = None) {
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
+
+  /** What the processors receive per row: the keys, then the row's values packed by [[PackedRow]]. */
+  def packedSchema: StructType =
+    StructType(keySchema.fields :+ StructField(StreamingWindowSpec.PackedValues, BinaryType, nullable = false))
 
   /** Rows out of the processor: windows (kind 0), late rows (kind 1) and retractions (kind 2). */
   def outputSchema: StructType = StructType(
@@ -59,6 +63,7 @@ final case class StreamingWindowSpec(
 
 object StreamingWindowSpec {
   val Kind = "_windowagg_kind"
+  val PackedValues = "_windowagg_values"
   val LateReason = "late_reason"
   val LateRow = "late_row"
   val WindowKind = 0
@@ -79,7 +84,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
 
   @transient protected var aggregates: SparkAggregates = _
   @transient private var keyToInternal: ExpressionEncoder.Serializer[Row] = _
-  @transient private var valueToInternal: ExpressionEncoder.Serializer[Row] = _
+  @transient private var value: UnsafeRow = _
   @transient private var outputToRow: ExpressionEncoder.Deserializer[Row] = _
   @transient protected var readTime: InternalRow => Long = _
 
@@ -89,7 +94,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
     aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
     keyToInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
-    valueToInternal = encoderFor(Encoders.row(spec.valueSchema)).createSerializer()
+    value = new UnsafeRow(spec.valueAttributes.length)
     outputToRow = encoderFor(Encoders.row(spec.outputSchema)).resolveAndBind().createDeserializer()
     readTime = spec.timeColumn.reader(spec.timeOrdinal)
     initState(getHandle)
@@ -97,8 +102,12 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
 
   protected def internalKey(key: Row): InternalRow = keyToInternal(key).copy()
 
-  /** The row's internal form (reused: read it before the next call). */
-  protected def internalValue(row: Row): InternalRow = valueToInternal(row)
+  /** The row's values in internal form, read in place (reused: copy it to keep it past the next call). */
+  protected def internalValue(row: Row): InternalRow = {
+    val bytes = row.getAs[Array[Byte]](spec.keySchema.length)
+    value.pointTo(bytes, bytes.length)
+    value
+  }
 
   protected def watermarkTicks(timerValues: TimerValues): Long =
     Math.multiplyExact(timerValues.getCurrentWatermarkInMs(), spec.ticksPerMilli)

@@ -1,9 +1,12 @@
 package windowagg.spark
 
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 
 import windowagg.{ResolvedWindows, WindowDefinition}
 import windowagg.core.WindowError
@@ -65,4 +68,23 @@ object WindowGroupingExpression {
   def structType(windowType: DataType): StructType = StructType(Seq(
     StructField("start", windowType, nullable = false),
     StructField("end", windowType, nullable = false)))
+}
+
+/**
+ * The row of `children` in Spark's binary form (an UnsafeRow's bytes, owned by the result): how the
+ * streaming processors receive their input rows, so that no row is converted to a `Row` of boxed
+ * values and back. Evaluated without code generation; the projection inside is generated.
+ */
+case class PackedRow(children: Seq[Expression]) extends Expression with CodegenFallback {
+  @transient private lazy val project = UnsafeProjection.create(children)
+
+  override def nullable: Boolean = false
+  override def dataType: DataType = BinaryType
+  override def eval(input: InternalRow): Any = {
+    val row = project(input)
+    val bytes = new Array[Byte](row.getSizeInBytes)
+    row.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
+    bytes
+  }
+  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PackedRow = copy(children = newChildren)
 }
