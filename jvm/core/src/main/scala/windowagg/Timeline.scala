@@ -8,11 +8,12 @@ import windowagg.core.WindowError
 
 /**
  * How a time column's values map to instants: ticks of `unit` since the epoch. `zone` is where
- * local calendar times are read (the session time zone for TIMESTAMP; UTC for TIMESTAMP_NTZ and
- * integral epochs, which carry no zone). `isTimestamp` tells a TIMESTAMP or TIMESTAMP_NTZ column
- * from an integral one, whose lengths may also be given as bare counts of ticks.
+ * local calendar times are read: the session time zone for TIMESTAMP (`hasZone`); UTC for
+ * TIMESTAMP_NTZ, whose values are local times already, and for integral epochs, which carry no zone.
+ * `isTimestamp` tells a TIMESTAMP or TIMESTAMP_NTZ column from an integral one, whose lengths may
+ * also be given as bare counts of ticks.
  */
-final case class Timeline(unit: TimeUnit, zone: ZoneId, isTimestamp: Boolean) {
+final case class Timeline(unit: TimeUnit, zone: ZoneId, isTimestamp: Boolean, hasZone: Boolean) {
   private val ticksPerSecond = unit.convert(1, TimeUnit.SECONDS)
   private val nanosPerTick = unit.toNanos(1)
 
@@ -29,16 +30,22 @@ final case class Timeline(unit: TimeUnit, zone: ZoneId, isTimestamp: Boolean) {
   /** A local date-time in `zone` in ticks; in a gap or overlap of the zone's offset, as `java.time` resolves it. */
   def fromLocal(local: LocalDateTime): Long = fromInstant(local.atZone(zone).toInstant)
 
+  /** The same column read in another zone (calendar windows with their own zone). */
+  def inZone(other: ZoneId): Timeline = copy(zone = other)
+
   /** `ticks` as a readable time, for messages. */
   def format(ticks: Long): String =
-    if (isTimestamp) s"${toLocal(ticks)}${if (zone == ZoneOffset.UTC) "Z" else s" $zone"}"
+    if (isTimestamp) s"${toLocal(ticks)}${if (!hasZone) "" else if (zone == ZoneOffset.UTC) "Z" else s" $zone"}"
     else s"$ticks ${unit.name.toLowerCase(Locale.ROOT)}"
 }
 
 object Timeline {
   /** An integral epoch column in `unit`. */
-  def epoch(unit: TimeUnit): Timeline = Timeline(unit, ZoneOffset.UTC, isTimestamp = false)
+  def epoch(unit: TimeUnit): Timeline = Timeline(unit, ZoneOffset.UTC, isTimestamp = false, hasZone = false)
 
   /** A TIMESTAMP (microseconds) read in `zone`. */
-  def timestamp(zone: ZoneId): Timeline = Timeline(TimeUnit.MICROSECONDS, zone, isTimestamp = true)
+  def timestamp(zone: ZoneId): Timeline = Timeline(TimeUnit.MICROSECONDS, zone, isTimestamp = true, hasZone = true)
+
+  /** A TIMESTAMP_NTZ (microseconds): local date-times, kept as if in UTC. */
+  def local: Timeline = Timeline(TimeUnit.MICROSECONDS, ZoneOffset.UTC, isTimestamp = true, hasZone = false)
 }

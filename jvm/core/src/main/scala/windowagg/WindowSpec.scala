@@ -28,10 +28,12 @@ object WindowSpec {
     /** The kind's grammar, shown in errors and docs. */
     def usage: String
     def read(keyword: String, spec: Clauses): WindowDefinition
+    /** Clause words of this kind only, beyond the common ones (every, offset, grace, gap, up to). */
+    def clauseWords: Seq[String] = Nil
   }
 
   /** Every built-in kind, once. */
-  val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CustomWindows)
+  val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, CustomWindows)
 
   /** All kinds' grammar, one per line. */
   def grammar: String = readers.map(_.usage).mkString("\n")
@@ -43,15 +45,15 @@ object WindowSpec {
     val keyword = trimmed.split("\\s+", 2).head.toLowerCase(Locale.ROOT)
     val reader = readers.find(_.keywords.contains(keyword)).getOrElse(throw WindowError(
       s"unknown window kind '$keyword' in '$trimmed'; known kinds: ${readers.flatMap(_.keywords).mkString(", ")}"))
-    reader.read(keyword, Clauses(trimmed, trimmed.drop(keyword.length).trim))
+    reader.read(keyword, Clauses(trimmed, trimmed.drop(keyword.length).trim, reader.clauseWords))
   }
 
   /**
    * A spec cut at its clause words: `lead` is the text before the first clause ("1 hour" in
    * "hopping 1 hour every 10 seconds"), each clause's text follows its words.
    */
-  final case class Clauses(text: String, body: String) {
-    private val words = Seq("every", "offset", "grace", "gap", "up to")
+  final case class Clauses(text: String, body: String, kindWords: Seq[String] = Nil) {
+    private val words = Seq("every", "offset", "grace", "gap", "up to") ++ kindWords
     private val (leadText, clauses) = {
       val tokens = if (body.isEmpty) Array.empty[String] else body.split("\\s+")
       var current: Option[String] = None

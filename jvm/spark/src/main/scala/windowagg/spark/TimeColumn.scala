@@ -1,6 +1,6 @@
 package windowagg.spark
 
-import java.time.{ZoneId, ZoneOffset}
+import java.time.ZoneId
 import java.util.Locale
 import java.util.concurrent.TimeUnit
 
@@ -23,10 +23,10 @@ final case class TimeColumn(dataType: DataType, unit: TimeUnit) {
 
   def isTimestamp: Boolean = dataType == TimestampType || dataType == TimestampNTZType
 
-  /** The column as the core sees it: TIMESTAMP in `sessionZone`; TIMESTAMP_NTZ and integral epochs in UTC. */
+  /** The column as the core sees it: TIMESTAMP in `sessionZone`; TIMESTAMP_NTZ as local times; integral epochs in UTC. */
   def timeline(sessionZone: ZoneId): Timeline = dataType match {
     case TimestampType => Timeline.timestamp(sessionZone)
-    case TimestampNTZType => Timeline.timestamp(ZoneOffset.UTC)
+    case TimestampNTZType => Timeline.local
     case _ => Timeline.epoch(unit)
   }
 

@@ -37,6 +37,8 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("hopping", TimeWindows.of("1 minute").advanceBy("20 seconds"), 10 * minute),
     Kind("hopping, size no multiple of the advance", TimeWindows.of("50 seconds").advanceBy("20 seconds").withOffset("7 seconds"), 10 * minute),
     Kind("cumulative", CumulativeWindows.of("20 seconds", "2 minutes"), 10 * minute),
+    Kind("calendar days in New York", CalendarWindows.days(1).inZone("America/New_York"), 30 * day),
+    Kind("calendar quarters every month", CalendarWindows.months(3).advanceBy(1), 800 * day),
     Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), 800 * day),
     Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day))
 
