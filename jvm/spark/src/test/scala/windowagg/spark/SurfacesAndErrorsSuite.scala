@@ -149,4 +149,34 @@ class SurfacesAndErrorsSuite extends AnyFunSuite with SparkSessionFixture {
     assert(tvf("TABLE(events) PARTITION BY user ORDER BY (t), INTERVAL '1' MONTH, 'count(1) AS n'").contains("months"))
     assert(tvf("1, 10, 'count(1) AS n'").contains("TABLE"))
   }
+
+  test("windows(...) and window_agg(...): every kind by spec, documented, bad specs named at analysis") {
+    events.createOrReplaceTempView("spec_events")
+    val usage = spark.sql("DESCRIBE FUNCTION EXTENDED windows").collect().map(_.getString(0)).mkString("\n")
+    Seq("hopping", "cumulative", "calendar", "custom", "emit=").foreach(word => assert(usage.contains(word), word))
+    assert(spark.sql("DESCRIBE FUNCTION window_agg").collect().map(_.getString(0)).mkString.contains("spec"))
+    val hopping = spark.sql(
+      "SELECT user, window.start, window.end, sum(amount) FROM spec_events GROUP BY user, windows(t, 'hopping 10 every 5')")
+    assert(hopping.collect().map(r => (r.getString(0), r.getLong(1), r.getLong(2), r.getLong(3))).toSet == Set(
+      ("a", 5L, 15L, 3L), ("a", 10L, 20L, 6L), ("a", 15L, 25L, 3L), ("b", 95L, 105L, 5L), ("b", 100L, 110L, 5L)))
+    assert(analysisError(spark.sql("SELECT count(1) FROM spec_events GROUP BY windows(t, 'rolling 5')"))
+      .contains("unknown window kind 'rolling'"))
+    assert(analysisError(spark.sql("SELECT count(1) FROM spec_events GROUP BY windows(t, 'hopping 5 every 10')"))
+      .contains("larger than the window size"))
+    assert(analysisError(spark.sql("SELECT count(1) FROM spec_events GROUP BY windows(t, 'custom no.such.Windows')"))
+      .contains("no.such.Windows is not on the classpath"))
+    assert(analysisError(spark.sql("SELECT count(1) FROM spec_events GROUP BY windows(t, 'calendar 1 month')"))
+      .contains("needs a time zone"))
+    assert(analysisError(spark.sql("SELECT count(1) FROM spec_events GROUP BY windows(t, amount)"))
+      .contains("must be a constant string"))
+    assert(analysisError(spark.sql(
+      "SELECT * FROM window_agg(TABLE(spec_events) PARTITION BY user ORDER BY (t), 'tumbling 10', 'sum(amount) AS s', 'emit=often')"))
+      .contains("emit must be"))
+  }
+
+  test("a missing time column is reported as missing, not as a misplaced window") {
+    val message = analysisError(events.groupBy(col("user"), window(col("no_such_time"), SlidingWindows.of(10L))).count())
+    assert(message.contains("no_such_time"))
+    assert(!message.contains("grouping key"))
+  }
 }
