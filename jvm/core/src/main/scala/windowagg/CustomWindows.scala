@@ -37,13 +37,12 @@ final class CustomWindows private (
     resolved
   }
 
-  override def spec: String = {
-    val params = if (parameters.isEmpty) "" else parameters.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString("(", ", ", ")")
-    s"custom $className$params${WindowSpec.graceSpec(gracePeriod)}"
-  }
+  private def parameterList: Seq[String] = parameters.toSeq.sorted.map { case (k, v) => s"$k=$v" }
+
+  override def spec: String =
+    s"custom $className${if (parameters.isEmpty) "" else parameterList.mkString("(", ", ", ")")}${WindowSpec.graceSpec(gracePeriod)}"
   override def toString: String =
-    s"CustomWindows.of($className${if (parameters.isEmpty) "" else parameters.toSeq.sorted.mkString(", ", ", ", "")})" +
-      gracePeriod.map(g => s".grace($g)").getOrElse("")
+    s"CustomWindows.of(${(className +: parameterList).mkString(", ")})" + gracePeriod.map(g => s".grace($g)").getOrElse("")
   override def equals(other: Any): Boolean = other match {
     case o: CustomWindows => o.definition == definition && o.parameters == parameters && o.gracePeriod == gracePeriod
     case _ => false
