@@ -132,6 +132,9 @@ object CalendarWindows extends WindowSpec.Reader {
     spec.grace.fold(windows)(g => windows.grace(g.spec))
   }
 
+  private final case class Slice(from: Long, until: Long)
+  private val NoSlice = Slice(0L, 0L)
+
   /** Windows of `size` units starting every `advance` units, in `timeline`'s zone; slices of gcd(size, advance) units. */
   final case class Resolved(unit: CalendarUnit, size: Int, advance: Int, firstDay: DayOfWeek, timeline: Timeline, graceTicks: Option[Long])
       extends EnumeratedWindows {
@@ -143,7 +146,20 @@ object CalendarWindows extends WindowSpec.Reader {
     override val maxSpan: Long =
       timeline.unit.convert(Duration.ofDays(size.toLong * math.max(unit.days, unit.months * 31) + 2))
 
-    override def sliceStart(time: Long): Long = boundary(alignedDown(unitIndex(time), sliceUnits))
+    // Rows come in time order, so most fall in the slice of the row before: keep it (an immutable
+    // value swapped whole, so sharing the kind between threads stays safe).
+    @volatile private var lastSlice: CalendarWindows.Slice = CalendarWindows.NoSlice
+
+    override def sliceStart(time: Long): Long = {
+      val known = lastSlice
+      if (known.from <= time && time < known.until) known.from
+      else {
+        val first = alignedDown(unitIndex(time), sliceUnits)
+        val slice = CalendarWindows.Slice(boundary(first), boundary(first + sliceUnits))
+        lastSlice = slice
+        slice.from
+      }
+    }
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val u = unitIndex(time)
