@@ -132,7 +132,7 @@ object CustomWindows extends WindowSpec.Reader {
           case e: WindowError => throw e
           case NonFatal(e) => throw WindowError(s"${what(time)} failed: $e")
         }
-      if (windows == null || windows.isEmpty) throw WindowError(s"${what(time)} listed no window: every time needs one")
+      if (windows == null) throw WindowError(s"${what(time)} returned null; return an empty list for a time in no window")
       val it = windows.iterator()
       while (it.hasNext) {
         val w = it.next()

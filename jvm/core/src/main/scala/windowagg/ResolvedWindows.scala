@@ -42,7 +42,13 @@ trait ResolvedWindows extends Serializable {
    */
   def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P]
 
-  /** The last tick of the latest window that can hold a record at `time`: once the watermark passes it, the record is late. */
+  /**
+   * Whether any window holds a record at `time` (this partial time). A record in no window is not
+   * aggregated; the engine counts it (and routes it in streaming), never drops it silently.
+   */
+  def holds(time: Long): Boolean = true
+
+  /** The last tick of the latest window that can hold a record at `time` (one it `holds`): once the watermark passes it, the record is late. */
   def closesAt(time: Long): Long
 
   /** The oldest partial time that a window whose last tick is at or after `from` can hold. */
@@ -93,5 +99,11 @@ trait EnumeratedWindows extends ResolvedWindows {
     var latest = Long.MinValue
     foreachWindow(time)((_, end) => latest = math.max(latest, end - 1))
     latest
+  }
+
+  override def holds(time: Long): Boolean = {
+    var any = false
+    foreachWindow(time)((_, _) => any = true)
+    any
   }
 }

@@ -43,7 +43,8 @@ final case class Window(start: Long, end: Long)
 trait EnumerableWindowDefinition extends WindowDefinition {
   /**
    * Every window that contains `time` (ticks of `timeline`), each with start ≤ time < end and
-   * end − start ≤ `maxSize(timeline)`. No window may be listed for some of its times and not others.
+   * end − start ≤ `maxSize(timeline)`; none for a time the kind leaves out (such rows are counted,
+   * not aggregated). No window may be listed for some of its times and not others.
    */
   def windowsFor(time: Long, timeline: Timeline): java.util.List[Window]
 

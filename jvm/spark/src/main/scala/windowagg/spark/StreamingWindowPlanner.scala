@@ -94,7 +94,8 @@ object StreamingWindowPlanner {
     val observed = processed.observe(MetricsName,
       count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonLate)).as("late_rows"),
       count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNullTime)).as("null_time_rows"),
-      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonInvalidGap)).as("invalid_gap_rows"))
+      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonInvalidGap)).as("invalid_gap_rows"),
+      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNoWindow)).as("unwindowed_rows"))
     val kept = if (options.emitLateRows) observed else observed.where(kind =!= StreamingWindowSpec.LateKind)
 
     val plan = kept.queryExecution.analyzed

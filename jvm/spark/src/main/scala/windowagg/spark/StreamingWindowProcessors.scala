@@ -72,6 +72,7 @@ object StreamingWindowSpec {
   val ReasonLate = "late"
   val ReasonNullTime = "null time"
   val ReasonInvalidGap = "invalid gap"
+  val ReasonNoWindow = "no window"
 }
 
 /**
@@ -195,8 +196,10 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
       else {
         val t = readTime(value)
-        if (finality.isLate(t, watermark)) out += lateRow(keyRow, value, ReasonLate)
-        else aggregates.update(fresh.getOrElseUpdate(spec.windows.partialTime(t), aggregates.newEmpty()), value)
+        val partialTime = spec.windows.partialTime(t)
+        if (!spec.windows.holds(partialTime)) out += lateRow(keyRow, value, ReasonNoWindow)
+        else if (finality.isLate(t, watermark)) out += lateRow(keyRow, value, ReasonLate)
+        else aggregates.update(fresh.getOrElseUpdate(partialTime, aggregates.newEmpty()), value)
       }
     }
     if (fresh.nonEmpty) {

@@ -50,10 +50,12 @@ case class WindowAggregateExec(
     "inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows"),
     "nullTimeRows" -> SQLMetrics.createMetric(sparkContext, "rows with a null time (not windowed)"),
     "invalidGapRows" -> SQLMetrics.createMetric(sparkContext, "rows with a null or non-positive session gap (not windowed)"),
+    "unwindowedRows" -> SQLMetrics.createMetric(sparkContext, "rows in no window of the definition (not windowed)"),
     "windows" -> SQLMetrics.createMetric(sparkContext, "number of output windows"))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val counters = RowCounters(longMetric("inputRows"), longMetric("nullTimeRows"), longMetric("invalidGapRows"))
+    val counters = RowCounters(longMetric("inputRows"), longMetric("nullTimeRows"), longMetric("invalidGapRows"),
+      longMetric("unwindowedRows"))
     val windowCount = longMetric("windows")
     val childOutput = child.output
     val timeOrdinal = childOutput.indexWhere(_.exprId == time.exprId)
@@ -120,7 +122,7 @@ case class WindowAggregateExec(
 }
 
 object WindowAggregateExec {
-  val metricNames: Seq[String] = Seq("inputRows", "nullTimeRows", "invalidGapRows", "windows")
+  val metricNames: Seq[String] = Seq("inputRows", "nullTimeRows", "invalidGapRows", "unwindowedRows", "windows")
 
   /** The reach of a row whose own session gap is null or not positive: the row is not windowed. */
   val NoReach: Long = Long.MinValue
@@ -156,7 +158,7 @@ object WindowAggregateExec {
 }
 
 /** The operator's row counters: every input row, and those not windowed and why. */
-private final case class RowCounters(input: SQLMetric, nullTime: SQLMetric, invalidGap: SQLMetric)
+private final case class RowCounters(input: SQLMetric, nullTime: SQLMetric, invalidGap: SQLMetric, unwindowed: SQLMetric)
 
 /**
  * Turns a partition's rows, sorted by (key, time), into per-key runs of partial aggregates, one
@@ -184,6 +186,11 @@ private final class TimeGroups(
   private var currentKey: UnsafeRow = _
   private var skippedNullTime = 0L
   private var skippedGap = 0L
+  private var skippedUnwindowed = 0L
+  // whether the definition has windows for the partial time last asked about (asked once per partial time)
+  private var heldTime = 0L
+  private var held = false
+  private var heldKnown = false
 
   /** The key whose partials `partialsOfKey` yields. */
   def key: UnsafeRow = currentKey
@@ -218,6 +225,10 @@ private final class TimeGroups(
       logWarning(s"windowagg: $skippedGap row(s) with a null or non-positive session gap were not windowed (metric invalidGapRows)")
       skippedGap = 0
     }
+    if (skippedUnwindowed > 0) {
+      logWarning(s"windowagg: $skippedUnwindowed row(s) fell in no window of the definition (metric unwindowedRows)")
+      skippedUnwindowed = 0
+    }
   }
 
   /** Ensures `completed` holds the next finished partial if there is one. */
@@ -236,11 +247,27 @@ private final class TimeGroups(
           if (reach == WindowAggregateExec.NoReach) {
             counters.invalidGap += 1
             skippedGap += 1
-          } else add(row, windows.partialTime(t), reach)
+          } else {
+            val partialTime = windows.partialTime(t)
+            if (holds(partialTime)) add(row, partialTime, reach)
+            else {
+              counters.unwindowed += 1
+              skippedUnwindowed += 1
+            }
+          }
         }
       }
     }
     completed != null
+  }
+
+  private def holds(partialTime: Long): Boolean = {
+    if (!heldKnown || partialTime != heldTime) {
+      held = windows.holds(partialTime)
+      heldTime = partialTime
+      heldKnown = true
+    }
+    held
   }
 
   private def add(row: InternalRow, t: Long, reach: Long): Unit = {

@@ -40,7 +40,8 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("calendar days in New York", CalendarWindows.days(1).inZone("America/New_York"), 30 * day),
     Kind("calendar quarters every month", CalendarWindows.months(3).advanceBy(1), 800 * day),
     Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), 800 * day),
-    Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day))
+    Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day),
+    Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), 10 * minute))
 
   private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
     val rnd = new Random(seed)
@@ -141,12 +142,14 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       val query = stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit"))).agg(sum("v").as("s"))
         .writeStream.format("memory").queryName(name).outputMode("append").start()
       val span = kind.spanSeconds * 1000000L
+      val resolved = definition.resolve(Timeline.timestamp(ZoneOffset.UTC))
+      def inAWindow(from: Long): Long = Iterator.iterate(from)(_ + 1000000L).find(t => resolved.holds(resolved.partialTime(t))).get
       try {
-        input.addData(("a", span * 2, 1L))
+        input.addData(("a", inAWindow(span * 2), 1L))
         query.processAllAvailable()
-        input.addData(("a", span * 10, 2L)) // the watermark moves far beyond every window holding the first row
+        input.addData(("a", inAWindow(span * 10), 2L)) // the watermark moves far beyond every window holding the first row
         query.processAllAvailable()
-        input.addData(("a", span * 3, 4L), ("a", span * 10, 8L)) // late; on time
+        input.addData(("a", inAWindow(span * 3), 4L), ("a", inAWindow(span * 10), 8L)) // late; on time
         query.processAllAvailable()
         val out = spark.table(name)
         val late = out.where(col("late_reason").isNotNull).collect()
@@ -161,10 +164,44 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     }
   }
 
+  test("rows in no window are counted in batch and routed with reason 'no window' in streaming") {
+    import spark.implicits._
+    val minuteMicros = 60000000L
+    val rows = Seq(("a", 0L, 1L), ("a", minuteMicros + 5, 2L), ("a", 2 * minuteMicros, 4L), ("a", 3 * minuteMicros + 7, 8L))
+    val batch = dataFrameApi(frame(rows), CustomWindows.of(new OddMinutes))
+    assert(result(batch).map(o => (o.start, o.sum)) == Seq((minuteMicros, 2L), (3 * minuteMicros, 8L)))
+    assert(windowagg.functions.metrics(batch).get("unwindowedRows") == 2L)
+    val input = MemoryStream[(String, Long, Long)](spark)
+    val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+    val query = stream.groupBy(col("k"), window(col("ts"), CustomWindows.of(new OddMinutes).grace("1 minute"), Map("lateRows" -> "emit")))
+      .agg(sum("v").as("s")).writeStream.format("memory").queryName("no_window").outputMode("append").start()
+    try {
+      input.addData(rows.map { case (k, t, v) => (k, t + 10 * minuteMicros, v) })
+      query.processAllAvailable()
+      val routed = spark.table("no_window").where(col("late_reason") === "no window").collect()
+      assert(routed.map(_.getAs[Row]("late_row").getAs[Long]("v")).toSet == Set(1L, 4L))
+      val metrics = query.recentProgress.flatMap(p => Option(p.observedMetrics.get("windowagg")))
+      assert(metrics.map(_.getAs[Long]("unwindowed_rows")).sum == 2L)
+    } finally query.stop()
+  }
+
   private def micros(t: Timestamp): Long = Math.addExact(Math.multiplyExact(Math.floorDiv(t.getTime, 1000L), 1000000L), t.getNanos / 1000L)
 }
 
 object WindowKindConformanceSuite {
+  /** A user kind that leaves times out: one-minute windows for odd minutes only. */
+  final class OddMinutes extends EnumerableWindowDefinition {
+    private val minute = 60000000L
+    override def windowsFor(time: Long, timeline: Timeline): java.util.List[Window] = {
+      val start = Math.floorDiv(time, minute) * minute
+      if (Math.floorMod(Math.floorDiv(time, minute), 2L) == 1) java.util.List.of(Window(start, start + minute))
+      else java.util.List.of()
+    }
+    override def maxSize(timeline: Timeline): Long = minute
+    override def equals(other: Any): Boolean = other.isInstanceOf[OddMinutes]
+    override def hashCode: Int = 3
+  }
+
   final case class Kind(name: String, definition: WindowDefinition, spanSeconds: Long)
   final case class Out(k: String, start: Long, end: Long, sum: Long, count: Long, values: Vector[Long])
 }
