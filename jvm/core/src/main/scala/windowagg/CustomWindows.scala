@@ -37,12 +37,14 @@ final class CustomWindows private (
     resolved
   }
 
+  private def parameterList: Seq[String] = CustomWindows.parameterList(parameters)
+
   override def spec: String = {
-    val params = if (parameters.isEmpty) "" else parameters.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString("(", ", ", ")")
+    val params = if (parameters.isEmpty) "" else parameterList.mkString("(", ", ", ")")
     s"custom $className$params${WindowSpec.graceSpec(gracePeriod)}"
   }
   override def toString: String =
-    s"CustomWindows.of($className${if (parameters.isEmpty) "" else parameters.toSeq.sorted.mkString(", ", ", ", "")})" +
+    s"CustomWindows.of($className${if (parameters.isEmpty) "" else parameterList.mkString(", ", ", ", "")})" +
       gracePeriod.map(g => s".grace($g)").getOrElse("")
   override def equals(other: Any): Boolean = other match {
     case o: CustomWindows => o.definition == definition && o.parameters == parameters && o.gracePeriod == gracePeriod
@@ -93,11 +95,15 @@ object CustomWindows extends WindowSpec.Reader {
       } catch {
         case e: WindowError => throw e
         case e: java.lang.reflect.InvocationTargetException =>
-          throw WindowError(s"$name rejected its parameters ${parameters.toSeq.sorted.mkString(", ")}: ${e.getCause.getMessage}")
+          throw WindowError(s"$name rejected its parameters ${parameterList(parameters).mkString(", ")}: ${e.getCause.getMessage}")
         case NonFatal(e) => throw WindowError(s"$name cannot be constructed: $e")
       }
     new CustomWindows(constructed.asInstanceOf[EnumerableWindowDefinition], parameters, None)
   }
+
+  /** Parameters as `name=value`, sorted by name, as the spec grammar writes them. */
+  private def parameterList(parameters: Map[String, String]): Seq[String] =
+    parameters.toSeq.sorted.map { case (k, v) => s"$k=$v" }
 
   private def isMapConstructor(c: java.lang.reflect.Constructor[_]): Boolean =
     c.getParameterCount == 1 && c.getParameterTypes.head.isAssignableFrom(classOf[java.util.HashMap[_, _]])
