@@ -102,3 +102,65 @@ def agg_stddev_samp(values: Sequence[Any]) -> Optional[float]:
         return None  # Spark's stddev_samp of one value is NULL (legacy: NaN)
     mean = sum(present) / n
     return (sum((v - mean) ** 2 for v in present) / (n - 1)) ** 0.5
+
+
+# --- enumerated kinds (tumbling, hopping, cumulative, user-defined): naive oracles ---------------
+#
+# Windows are half-open ``[start, end)``; a window exists for a key when it holds one of its
+# records, and its aggregate covers exactly the records whose time t has start <= t < end.
+
+
+def time_windows_for(size: int, advance: int, offset: int = 0) -> Callable[[int], List[Window]]:
+    """Tumbling (advance = size) or hopping windows ``[offset + k * advance, ... + size)`` holding t,
+    found by trying every whole k near t (no modular arithmetic shared with the implementation)."""
+
+    def windows(t: int) -> List[Window]:
+        k_hi = (t - offset) // advance + 1
+        k_lo = k_hi - size // advance - 2
+        found = []
+        for k in range(k_lo, k_hi + 1):
+            start = offset + k * advance
+            if start <= t < start + size:
+                found.append((start, start + size))
+        return found
+
+    return windows
+
+
+def cumulative_windows_for(step: int, max_size: int, offset: int = 0) -> Callable[[int], List[Window]]:
+    """Flink's CUMULATE: the period ``[p, p + max_size)`` holding t (p = offset + k * max_size)
+    has the windows ``[p, p + j * step)`` for j = 1 .. max_size / step; those holding t."""
+
+    def windows(t: int) -> List[Window]:
+        k = 0
+        while offset + k * max_size > t:
+            k -= 1
+        while offset + (k + 1) * max_size <= t:
+            k += 1
+        period = offset + k * max_size
+        ends = [period + j * step for j in range(1, max_size // step + 1)]
+        return [(period, end) for end in ends if period <= t < end]
+
+    return windows
+
+
+def enumerated_windows(
+    rows: Iterable[Any],
+    windows_for: Callable[[int], List[Window]],
+    *,
+    key: Callable[[Any], Hashable],
+    time: Callable[[Any], Optional[int]],
+) -> Dict[Tuple[Hashable, int, int], List[Any]]:
+    """Every window of every key with its member rows, by listing each row's windows.
+
+    :returns: ``{(key, start, end): members}``, members in input order.
+    """
+    result: Dict[Tuple[Hashable, int, int], List[Any]] = defaultdict(list)
+    for row in rows:
+        t = time(row)
+        if t is None:
+            continue
+        for start, end in windows_for(t):
+            assert start <= t < end
+            result[(key(row), start, end)].append(row)
+    return dict(result)

@@ -8,6 +8,20 @@ import pytest
 # The helpers beside this file (brute_force.py, helpers.py) are imported as plain modules.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The user-defined window kinds of jvm/examples (windowagg.examples.FiscalQuarters, BusinessDays),
+# which test_kinds.py loads by class name as a user's jar given with --jars.
+EXAMPLES_JAR = os.path.join(ROOT, "jvm", "examples", "target", "windowagg-examples-0.1.0.jar")
+
+
+def examples_jar() -> str:
+    if not os.path.isfile(EXAMPLES_JAR):
+        pytest.exit(
+            f"the examples jar {EXAMPLES_JAR} is missing: run dev/package (it builds it) before the tests",
+            returncode=2,
+        )
+    return EXAMPLES_JAR
+
 
 @pytest.fixture(scope="session")
 def spark():
@@ -23,6 +37,8 @@ def spark():
             # Timestamps are compared as epoch microseconds; a fixed zone keeps the
             # TIMESTAMP_NTZ <-> TIMESTAMP casts in the tests exact.
             "spark.sql.session.timeZone": "UTC",
+            # kept by windowagg.session(), which appends its own jar
+            "spark.jars": examples_jar(),
         },
     )
     session.sparkContext.setLogLevel("ERROR")

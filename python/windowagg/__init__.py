@@ -1,9 +1,9 @@
-"""windowagg: sliding-window aggregation (Kafka Streams KIP-450) for Apache Spark.
+"""windowagg: windowed aggregation for Apache Spark, with Kafka Streams-style window definitions.
 
 A thin Python layer over the windowagg Spark extension (a JVM jar shipped in this package)::
 
     import windowagg
-    from windowagg import SlidingWindows, window
+    from windowagg import SlidingWindows, TimeWindows, window
     from pyspark.sql import functions as F
 
     spark = windowagg.session()
@@ -11,23 +11,47 @@ A thin Python layer over the windowagg Spark extension (a JVM jar shipped in thi
               .groupBy("user", window("ts", SlidingWindows.of("10 minutes")))
               .agg(F.sum("amount").alias("total")))
 
+The kinds of windows, each a definition passed to :func:`window`:
+
+- :class:`SlidingWindows`: Kafka Streams' sliding windows (KIP-450), ``[start, start + size]``;
+- :class:`SessionWindows`: Kafka Streams' session windows (KIP-94), by an inactivity gap;
+- :class:`TimeWindows`: tumbling and hopping windows ``[start, start + size)``, with the
+  boundaries of Spark's ``window()`` (``TimeWindows.of("1 hour").advanceBy("10 minutes")``);
+- :class:`CumulativeWindows`: Flink's cumulative windows, a running total per period
+  (``CumulativeWindows.of("1 hour", "1 day")``);
+- :class:`CustomWindows`: a user's own JVM class implementing
+  ``windowagg.EnumerableWindowDefinition`` (KIP-645), named with its parameters
+  (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``).
+
 On a streaming DataFrame the same grouping works with a watermark (``withWatermark`` on the time
-column, or ``SlidingWindows.of(size).grace(g)``); ``window(..., emit="updates")`` and
+column, or ``.grace(g)`` on the definition); ``window(..., emit="updates")`` and
 ``window(..., late_rows="emit")`` choose what is emitted (see :func:`window`).
 
-With the extension on, SQL has the grouping function ``sliding_window(ts, size [, time_unit])``
-and the table function ``sliding_window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), size,
-'aggregates')``.
+With the extension on, SQL has the grouping function ``windows(ts, spec [, options])`` and the
+table function ``window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), spec, 'aggregates')`` for
+every kind, where ``spec`` is a definition's :attr:`WindowDefinition.spec` (e.g.
+``'hopping 1 hour every 10 minutes'``), besides ``sliding_window``, ``sliding_window_agg`` and
+``session_window_agg``.
 """
 
 from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
 from windowagg.functions import metrics, window
-from windowagg.windows import SessionWindows, SlidingWindows, WindowDefinition
+from windowagg.windows import (
+    CumulativeWindows,
+    CustomWindows,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    WindowDefinition,
+)
 
 __all__ = [
     "EXTENSION_CLASS",
+    "CumulativeWindows",
+    "CustomWindows",
     "SessionWindows",
     "SlidingWindows",
+    "TimeWindows",
     "WindowDefinition",
     "__version__",
     "configure",

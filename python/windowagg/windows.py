@@ -1,7 +1,9 @@
 """Window definitions: Python handles on the JVM's ``windowagg.WindowDefinition`` values."""
 
 import datetime
-from typing import Any, Callable, Optional, Union
+import decimal
+import re
+from typing import Any, Callable, Dict, Optional, Union
 
 from windowagg import _jvm
 
@@ -17,20 +19,18 @@ class WindowDefinition:
 
     Instances hold the JVM ``windowagg.WindowDefinition`` they stand for; pass them to
     :func:`windowagg.window`. Build them with the factories of the concrete kinds, such as
-    :meth:`SlidingWindows.of`.
+    :meth:`SlidingWindows.of`, :meth:`TimeWindows.of`, :meth:`CumulativeWindows.of` or
+    :meth:`CustomWindows.of`.
     """
 
-    def __init__(self, description: str, build: Callable[[Any], Any]) -> None:
+    def __init__(self, description: str, build: Callable[[Any], Any], spec: Callable[[], str]) -> None:
         self._description = description
         self._build = build
+        self._python_spec = spec
         self._gateway: Any = None
         self._jdef: Any = None
-        gateway = _jvm.current_gateway()
-        if gateway is not None and not _jvm.is_connect_active():
-            from pyspark import SparkContext
-
-            if SparkContext._active_spark_context is not None:
-                self._java_definition()
+        if _classic_session_running():
+            self._java_definition()
 
     def _java_definition(self) -> Any:
         """The JVM definition, built (and validated) against the current JVM on first use."""
@@ -46,8 +46,37 @@ class WindowDefinition:
             self._gateway = gateway
         return self._jdef
 
+    @property
+    def spec(self) -> str:
+        """The definition in the spec grammar of the SQL functions ``windows(ts, spec)`` and
+        ``window_agg(..., spec, ...)``, e.g. ``'hopping 1 hour every 10 seconds'``; it reads back
+        as an equal definition.
+
+        It is the JVM's ``spec()`` when a classic SparkSession is running, otherwise the same text
+        built in Python.
+
+        :raises ValueError: when a SparkSession is running and the definition is invalid.
+        """
+        if _classic_session_running():
+            return str(self._java_definition().spec())
+        return self._python_spec()
+
     def __repr__(self) -> str:
+        if _classic_session_running():
+            try:
+                return str(self._java_definition().toString())
+            except Exception:  # an invalid definition built before the session: describe it in Python
+                pass
         return self._description
+
+
+def _classic_session_running() -> bool:
+    """True when a classic (py4j) SparkContext runs in this process."""
+    if _jvm.current_gateway() is None or _jvm.is_connect_active():
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 class SlidingWindows(WindowDefinition):
@@ -86,7 +115,11 @@ class SlidingWindows(WindowDefinition):
         #: The grace period given with :meth:`grace`, or None.
         self.grace_period = grace
         description = f"SlidingWindows.of({size!r})" + ("" if grace is None else f".grace({grace!r})")
-        super().__init__(description, lambda jvm: _build_sliding(jvm, size, grace))
+        super().__init__(
+            description,
+            lambda jvm: _build_sliding(jvm, size, grace),
+            lambda: f"sliding {_length_spec(size)}{_grace_spec(grace)}",
+        )
 
     def grace(self, grace: GraceLike) -> "SlidingWindows":
         """The same windows with a grace period, for streaming queries.
@@ -163,7 +196,14 @@ class SessionWindows(WindowDefinition):
             f"SessionWindows.withInactivityGap({gap!r})" if gap_column is None
             else f"SessionWindows.withDynamicGap({gap_column!r})"
         ) + ("" if grace is None else f".grace({grace!r})")
-        super().__init__(description, lambda jvm: _build_session(jvm, gap, gap_column, grace))
+        super().__init__(
+            description,
+            lambda jvm: _build_session(jvm, gap, gap_column, grace),
+            lambda: (
+                f"session gap column {gap_column}" if gap_column is not None
+                else f"session gap {_length_spec(gap)}"
+            ) + _grace_spec(grace),
+        )
 
     def grace(self, grace: GraceLike) -> "SessionWindows":
         """The same sessions with a grace period for streaming (see :meth:`SlidingWindows.grace`):
@@ -171,6 +211,255 @@ class SessionWindows(WindowDefinition):
         """
         _check_grace(grace)
         return type(self)(self.gap, self.gap_column, grace)
+
+
+class TimeWindows(WindowDefinition):
+    """Kafka Streams' time windows: tumbling windows of a fixed size, or hopping ones that advance
+    by a smaller step (:meth:`advanceBy`).
+
+    Windows are half-open, ``[start, start + size)``, and start at ``offset + k * advance`` for
+    whole k (the advance is the size for tumbling windows): the same boundaries as Spark's
+    ``window(ts, size, slide, startTime)``, times before 1970 included. Per key, only windows that
+    hold records exist::
+
+        TimeWindows.of("1 hour")                                   # tumbling
+        TimeWindows.of("1 hour").advanceBy("10 minutes")           # hopping
+        TimeWindows.of("1 day").withOffset("6 hours").grace("1 hour")
+    """
+
+    @classmethod
+    def of(cls, size: SizeLike) -> "TimeWindows":
+        """Tumbling windows of the given size; :meth:`advanceBy` makes them hopping.
+
+        :param size: a duration, as a string (``"10 minutes"``, ``"1 hour 30 minutes"``) or a
+            :class:`datetime.timedelta`; or an ``int``, a number of ticks of an integral time
+            column's own unit (e.g. ``60_000`` for one minute of epoch milliseconds).
+        :raises ValueError: when the size is not positive or cannot be parsed (the message is the
+            JVM's; checked at once when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for a size of another type.
+        """
+        _check_length(size, "a window size", "'1 hour'")
+        return cls(size)
+
+    def __init__(
+        self,
+        size: SizeLike,
+        advance: Optional[SizeLike] = None,
+        offset: Optional[SizeLike] = None,
+        grace: Optional[GraceLike] = None,
+    ) -> None:
+        """Use :meth:`TimeWindows.of` (and :meth:`advanceBy`, :meth:`withOffset`, :meth:`grace`) instead."""
+        self.size = size
+        #: The advance given with :meth:`advanceBy`, or None for tumbling windows.
+        self.advance = advance
+        #: The offset given with :meth:`withOffset`, or None.
+        self.offset = offset
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        description = (
+            f"TimeWindows.of({size!r})"
+            + ("" if advance is None else f".advanceBy({advance!r})")
+            + ("" if offset is None else f".withOffset({offset!r})")
+            + ("" if grace is None else f".grace({grace!r})")
+        )
+
+        def spec() -> str:
+            kind = (
+                f"tumbling {_length_spec(size)}" if advance is None
+                else f"hopping {_length_spec(size)} every {_length_spec(advance)}"
+            )
+            return kind + ("" if offset is None else f" offset {_length_spec(offset)}") + _grace_spec(grace)
+
+        super().__init__(description, lambda jvm: _build_time(jvm, size, advance, offset, grace), spec)
+
+    def advanceBy(self, advance: SizeLike) -> "TimeWindows":  # noqa: N802 (Kafka's name)
+        """Hopping windows: a window of the size starts every ``advance``.
+
+        The advance must be positive and at most the size (checked when the time column is known,
+        as the size and advance may be in different terms); a size that is not a multiple of the
+        advance is fine. Like Spark's ``window(ts, size, slideDuration)``.
+
+        :param advance: a duration (``"10 minutes"``, :class:`datetime.timedelta`) or an ``int``
+            number of ticks.
+        :returns: a new :class:`TimeWindows`; this one is unchanged.
+        :raises ValueError: when the advance is not positive or cannot be parsed.
+        :raises TypeError: for an advance of another type.
+        """
+        _check_length(advance, "a window advance", "'10 minutes'")
+        return type(self)(self.size, advance, self.offset, self.grace_period)
+
+    def withOffset(self, offset: SizeLike) -> "TimeWindows":  # noqa: N802 (Kafka-style name)
+        """Windows whose starts are shifted by ``offset`` from the epoch (Spark's ``startTime``):
+        zero or more, and less than the advance (the size for tumbling windows), e.g.
+        ``TimeWindows.of("1 day").withOffset("6 hours")`` for days from 06:00 to 06:00 UTC.
+
+        :param offset: a duration or an ``int`` number of ticks.
+        :returns: a new :class:`TimeWindows`; this one is unchanged.
+        :raises ValueError: when the offset is negative or cannot be parsed; an offset not less
+            than the advance is an error when the time column is known.
+        :raises TypeError: for an offset of another type.
+        """
+        _check_length(offset, "a window offset", "'10 seconds'")
+        return type(self)(self.size, self.advance, offset, self.grace_period)
+
+    def grace(self, grace: GraceLike) -> "TimeWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
+
+        :returns: a new :class:`TimeWindows`; this one is unchanged.
+        """
+        _check_grace(grace)
+        return type(self)(self.size, self.advance, self.offset, grace)
+
+
+class CumulativeWindows(WindowDefinition):
+    """Cumulative windows (Flink's CUMULATE): a running total that restarts every period.
+
+    Time is cut into periods of ``max_size`` starting at ``offset + k * max_size``; each period
+    ``s`` has the windows ``[s, s + step)``, ``[s, s + 2 * step)``, ..., ``[s, s + max_size)``,
+    half-open like Spark's ``window()``. Per key, only windows that hold records exist::
+
+        CumulativeWindows.of("1 hour", "1 day")    # the day's total so far, every hour
+    """
+
+    @classmethod
+    def of(cls, step: SizeLike, max_size: SizeLike) -> "CumulativeWindows":
+        """Windows growing by ``step`` within periods of ``max_size``, a whole multiple of the step.
+
+        :param step: a duration (``"1 hour"``, :class:`datetime.timedelta`) or an ``int`` number
+            of ticks of an integral time column.
+        :param max_size: the period, in the same terms (both durations, or both ``int`` ticks).
+        :raises ValueError: when the step or max size is not positive or cannot be parsed; a max
+            size that is not a whole multiple of the step is an error when the time column is known.
+        :raises TypeError: for arguments of other types, or ticks mixed with durations.
+        """
+        _check_length(step, "a cumulative window step", "'1 hour'")
+        _check_length(max_size, "a cumulative window max size", "'1 day'")
+        if isinstance(step, int) != isinstance(max_size, int):
+            raise TypeError(
+                "the step and max size of cumulative windows must both be durations (str or "
+                f"datetime.timedelta) or both int ticks, not {type(step).__name__} and {type(max_size).__name__}"
+            )
+        return cls(step, max_size)
+
+    def __init__(
+        self,
+        step: SizeLike,
+        max_size: SizeLike,
+        offset: Optional[SizeLike] = None,
+        grace: Optional[GraceLike] = None,
+    ) -> None:
+        """Use :meth:`CumulativeWindows.of` (and :meth:`withOffset`, :meth:`grace`) instead."""
+        self.step = step
+        self.max_size = max_size
+        #: The offset given with :meth:`withOffset`, or None.
+        self.offset = offset
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        description = (
+            f"CumulativeWindows.of({step!r}, {max_size!r})"
+            + ("" if offset is None else f".withOffset({offset!r})")
+            + ("" if grace is None else f".grace({grace!r})")
+        )
+
+        def spec() -> str:
+            return (
+                f"cumulative {_length_spec(step)} up to {_length_spec(max_size)}"
+                + ("" if offset is None else f" offset {_length_spec(offset)}")
+                + _grace_spec(grace)
+            )
+
+        super().__init__(description, lambda jvm: _build_cumulative(jvm, step, max_size, offset, grace), spec)
+
+    def withOffset(self, offset: SizeLike) -> "CumulativeWindows":  # noqa: N802 (Kafka-style name)
+        """Periods shifted by ``offset`` from the epoch: zero or more, less than the max size, e.g.
+        ``CumulativeWindows.of("1 hour", "1 day").withOffset("6 hours")`` for days from 06:00 UTC.
+
+        :returns: a new :class:`CumulativeWindows`; this one is unchanged.
+        :raises ValueError: when the offset is negative or cannot be parsed.
+        :raises TypeError: for an offset of another type.
+        """
+        _check_length(offset, "a window offset", "'6 hours'")
+        return type(self)(self.step, self.max_size, offset, self.grace_period)
+
+    def grace(self, grace: GraceLike) -> "CumulativeWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
+
+        :returns: a new :class:`CumulativeWindows`; this one is unchanged.
+        """
+        _check_grace(grace)
+        return type(self)(self.step, self.max_size, self.offset, grace)
+
+
+class CustomWindows(WindowDefinition):
+    """A user's own kind of windows: a JVM class implementing ``windowagg.EnumerableWindowDefinition``
+    (it lists the windows ``[start, end)`` that contain a time), loaded by name from the driver's
+    classpath (add its jar with ``spark.jars`` / ``--jars``)::
+
+        CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)
+
+    The class needs a public constructor taking a ``java.util.Map<String, String>`` of
+    parameters, or one taking no arguments when it is given none.
+    """
+
+    @classmethod
+    def of(cls, class_name: str, **params: Any) -> "CustomWindows":
+        """The windows of the JVM class ``class_name``, made from ``params``.
+
+        :param class_name: the fully qualified JVM class name.
+        :param params: the class's parameters; each value is passed as ``str(value)`` in a
+            ``java.util.Map[String, String]``.
+        :raises ValueError: when the class cannot be found, is not a window definition, or rejects
+            its parameters (the message is the JVM's; checked at once when a SparkSession is
+            running, otherwise on first use).
+        :raises TypeError: for a class name that is not a str.
+        """
+        if not isinstance(class_name, str):
+            raise TypeError(f"the custom window class name must be a str, not {type(class_name).__name__}")
+        if not class_name.strip():
+            raise ValueError("the custom window class name must not be empty")
+        return cls(class_name.strip(), {str(k): str(v) for k, v in params.items()})
+
+    def __init__(
+        self, class_name: str, params: Optional[Dict[str, str]] = None, grace: Optional[GraceLike] = None
+    ) -> None:
+        """Use :meth:`CustomWindows.of` (and :meth:`grace`) instead."""
+        self.class_name = class_name
+        #: The parameters, as the strings passed to the class.
+        self.params: Dict[str, str] = dict(params or {})
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        ordered = sorted(self.params.items())
+        description = (
+            f"CustomWindows.of({class_name!r}"
+            + "".join(f", {k}={v!r}" for k, v in ordered)
+            + ")"
+            + ("" if grace is None else f".grace({grace!r})")
+        )
+
+        def spec() -> str:
+            arguments = "" if not ordered else "(" + ", ".join(f"{k}={v}" for k, v in ordered) + ")"
+            return f"custom {class_name}{arguments}{_grace_spec(grace)}"
+
+        params_now = dict(self.params)
+        super().__init__(description, lambda jvm: _build_custom(jvm, class_name, params_now, grace), spec)
+
+    def grace(self, grace: GraceLike) -> "CustomWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
+
+        :returns: a new :class:`CustomWindows`; this one is unchanged.
+        """
+        _check_grace(grace)
+        return type(self)(self.class_name, self.params, grace)
+
+
+def _check_length(value: Any, what: str, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (str, datetime.timedelta, int)):
+        raise TypeError(
+            f"{what} must be a str such as {example}, a datetime.timedelta or an int number of "
+            f"ticks, not {type(value).__name__}"
+        )
+    if isinstance(value, int) and not _LONG_MIN <= value <= _LONG_MAX:
+        raise ValueError(f"{what} {value} does not fit in a 64-bit number of ticks")
 
 
 def _check_grace(grace: Any) -> None:
@@ -200,6 +489,43 @@ def _build_session(jvm: Any, gap: Optional[SizeLike], gap_column: Optional[str],
     return _with_grace(jvm, definition, grace)
 
 
+def _build_time(
+    jvm: Any, size: SizeLike, advance: Optional[SizeLike], offset: Optional[SizeLike], grace: Optional[GraceLike]
+) -> Any:
+    definition = _jvm.jvm_class(jvm, "windowagg.TimeWindows").of(_span(jvm, size))
+    if advance is not None:
+        definition = definition.advanceBy(_span(jvm, advance))
+    if offset is not None:
+        definition = definition.withOffset(_span(jvm, offset))
+    return _with_grace(jvm, definition, grace)
+
+
+def _build_cumulative(
+    jvm: Any, step: SizeLike, max_size: SizeLike, offset: Optional[SizeLike], grace: Optional[GraceLike]
+) -> Any:
+    factory = _jvm.jvm_class(jvm, "windowagg.CumulativeWindows")
+    if type(step) is not type(max_size) and not isinstance(step, int):
+        # a str and a timedelta: the JVM takes two strings or two Durations; the timedelta as text is exact
+        definition = factory.of(_duration_text(step), _duration_text(max_size))
+    else:
+        definition = factory.of(_span(jvm, step), _span(jvm, max_size))
+    if offset is not None:
+        definition = definition.withOffset(_span(jvm, offset))
+    return _with_grace(jvm, definition, grace)
+
+
+def _build_custom(jvm: Any, class_name: str, params: Dict[str, str], grace: Optional[GraceLike]) -> Any:
+    factory = _jvm.jvm_class(jvm, "windowagg.CustomWindows")
+    if params:
+        java_params = jvm.java.util.HashMap()
+        for key, value in params.items():
+            java_params.put(key, value)
+        definition = factory.of(class_name, java_params)
+    else:
+        definition = factory.of(class_name)
+    return _with_grace(jvm, definition, grace)
+
+
 def _span(jvm: Any, size: SizeLike) -> Any:
     return _java_duration(jvm, size) if isinstance(size, datetime.timedelta) else size
 
@@ -208,11 +534,90 @@ def _with_grace(jvm: Any, definition: Any, grace: Optional[GraceLike]) -> Any:
     return definition if grace is None else definition.grace(_span(jvm, grace))
 
 
+# --- lengths in the spec grammar, for the Python fallback of WindowDefinition.spec ------------------
+
+_NANOS_PER_UNIT = [
+    (("w", "week", "weeks"), 7 * 86_400 * 10**9),
+    (("d", "day", "days"), 86_400 * 10**9),
+    (("h", "hr", "hrs", "hour", "hours"), 3_600 * 10**9),
+    (("m", "min", "mins", "minute", "minutes"), 60 * 10**9),
+    (("s", "sec", "secs", "second", "seconds"), 10**9),
+    (("ms", "milli", "millis", "millisecond", "milliseconds"), 10**6),
+    (("us", "micro", "micros", "microsecond", "microseconds"), 10**3),
+    (("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1),
+]
+_FORMAT_UNITS = [
+    (86_400 * 10**9, "day"),
+    (3_600 * 10**9, "hour"),
+    (60 * 10**9, "minute"),
+    (10**9, "second"),
+    (10**6, "millisecond"),
+    (10**3, "microsecond"),
+    (1, "nanosecond"),
+]
+_LENGTH_PART = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+
+
+def _duration_nanos(text: str) -> Optional[int]:
+    """The nanoseconds of a duration written as the JVM reads it ("1 hour 30 minutes", "250ms"),
+    or None when it is not one (the JVM then reports the problem)."""
+    trimmed = re.sub(r"(?i)^interval\s+", "", text.strip())
+    parts = list(_LENGTH_PART.finditer(trimmed))
+    if not parts or re.sub(r"\s", "", "".join(m.group(0) for m in parts)) != re.sub(r"\s", "", trimmed):
+        return None
+    total = decimal.Decimal(0)
+    for m in parts:
+        unit = m.group(2).lower()
+        nanos = next((n for names, n in _NANOS_PER_UNIT if unit in names), None)
+        if nanos is None:
+            return None
+        total += decimal.Decimal(m.group(1)) * nanos
+    if total != total.to_integral_value() or abs(total) > _LONG_MAX:
+        return None
+    return int(total)
+
+
+def _format_nanos(nanos: int) -> str:
+    """A duration as the JVM writes it: its largest whole unit ("90 minutes", "250 milliseconds")."""
+    if nanos == 0:
+        return "0 seconds"
+    for unit, name in _FORMAT_UNITS:
+        if nanos % unit == 0:
+            count = nanos // unit
+            return f"{count} {name}{'' if abs(count) == 1 else 's'}"
+    raise AssertionError("unreachable: every count of nanoseconds is whole")
+
+
+def _timedelta_nanos(delta: datetime.timedelta) -> int:
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1000
+
+
+def _duration_text(value: SizeLike) -> str:
+    """A str or timedelta duration as text the JVM parses to the same duration."""
+    if isinstance(value, datetime.timedelta):
+        return _format_nanos(_timedelta_nanos(value))
+    return str(value)
+
+
+def _length_spec(value: Optional[SizeLike]) -> str:
+    """A length as the spec grammar writes it: int ticks bare, durations in their largest whole unit."""
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, datetime.timedelta):
+        return _format_nanos(_timedelta_nanos(value))
+    nanos = _duration_nanos(str(value))
+    return str(value).strip() if nanos is None else _format_nanos(nanos)
+
+
+def _grace_spec(grace: Optional[GraceLike]) -> str:
+    return "" if grace is None else f" grace {_length_spec(grace)}"
+
+
 def _ensure_definition(definition: Optional[WindowDefinition]) -> WindowDefinition:
     if not isinstance(definition, WindowDefinition):
         raise TypeError(
-            "expected a window definition such as windowagg.SlidingWindows.of('10 minutes') or "
-            "windowagg.SessionWindows.withInactivityGap('5 minutes'), "
+            "expected a window definition such as windowagg.SlidingWindows.of('10 minutes'), "
+            "windowagg.SessionWindows.withInactivityGap('5 minutes') or windowagg.TimeWindows.of('1 hour'), "
             f"not {type(definition).__name__}"
         )
     return definition

@@ -37,17 +37,21 @@ final class CustomWindows private (
     resolved
   }
 
-  private def parameterList: Seq[String] = parameters.toSeq.sorted.map { case (k, v) => s"$k=$v" }
+  private def parameterList: Seq[String] = CustomWindows.parameterList(parameters)
 
+  /** By name and parameters where it was built so; an instance says its own spec. */
   override def spec: String =
-    s"custom $className${if (parameters.isEmpty) "" else parameterList.mkString("(", ", ", ")")}${WindowSpec.graceSpec(gracePeriod)}"
+    (if (parameters.isEmpty) definition.spec else s"custom $className${parameterList.mkString("(", ", ", ")")}") +
+      WindowSpec.graceSpec(gracePeriod)
   override def toString: String =
-    s"CustomWindows.of(${(className +: parameterList).mkString(", ")})" + gracePeriod.map(g => s".grace($g)").getOrElse("")
+    s"CustomWindows.of($className${if (parameters.isEmpty) "" else parameterList.mkString(", ", ", ", "")})" +
+      gracePeriod.map(g => s".grace($g)").getOrElse("")
+  // the definition's own equality decides: built by name or as an instance, the same windows are equal
   override def equals(other: Any): Boolean = other match {
-    case o: CustomWindows => o.definition == definition && o.parameters == parameters && o.gracePeriod == gracePeriod
+    case o: CustomWindows => o.definition == definition && o.gracePeriod == gracePeriod
     case _ => false
   }
-  override def hashCode: Int = (definition, parameters, gracePeriod).hashCode
+  override def hashCode: Int = (definition, gracePeriod).hashCode
 }
 
 object CustomWindows extends WindowSpec.Reader {
@@ -92,11 +96,15 @@ object CustomWindows extends WindowSpec.Reader {
       } catch {
         case e: WindowError => throw e
         case e: java.lang.reflect.InvocationTargetException =>
-          throw WindowError(s"$name rejected its parameters ${parameters.toSeq.sorted.mkString(", ")}: ${e.getCause.getMessage}")
+          throw WindowError(s"$name rejected its parameters ${parameterList(parameters).mkString(", ")}: ${e.getCause.getMessage}")
         case NonFatal(e) => throw WindowError(s"$name cannot be constructed: $e")
       }
     new CustomWindows(constructed.asInstanceOf[EnumerableWindowDefinition], parameters, None)
   }
+
+  /** Parameters as `name=value`, sorted by name, as the spec grammar writes them. */
+  private def parameterList(parameters: Map[String, String]): Seq[String] =
+    parameters.toSeq.sorted.map { case (k, v) => s"$k=$v" }
 
   private def isMapConstructor(c: java.lang.reflect.Constructor[_]): Boolean =
     c.getParameterCount == 1 && c.getParameterTypes.head.isAssignableFrom(classOf[java.util.HashMap[_, _]])

@@ -53,5 +53,6 @@ trait EnumerableWindowDefinition extends WindowDefinition {
 
   override def resolve(timeline: Timeline): ResolvedWindows = CustomWindows.of(this).resolve(timeline)
 
-  override def spec: String = CustomWindows.of(this).spec
+  /** `custom <class name>`; a kind with parameters says them, `custom com.example.Kind(name=value, ...)`. */
+  override def spec: String = s"custom ${getClass.getName}"
 }

@@ -5,7 +5,7 @@ import java.time.temporal.ChronoUnit
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.sql.catalyst.analysis.{UnresolvedAlias, UnresolvedAttribute}
+import org.apache.spark.sql.catalyst.analysis.{UnresolvedAlias, UnresolvedAttribute, UnresolvedExtractValue}
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, OneRowRelation, Project}
@@ -98,9 +98,12 @@ object SqlFunctions {
       case n: NamedExpression => n
       case e => UnresolvedAlias(e)
     }
+    // UnresolvedExtractValue, not GetStructField: the analyzer makes the field access once the time
+    // column resolves, and the plan's text (in the AnalysisException of an unknown time column) does
+    // not ask the unresolved window for its type
     val bounds = Seq(
-      Alias(GetStructField(window, 0, Some("start")), "window_start")(),
-      Alias(GetStructField(window, 1, Some("end")), "window_end")())
+      Alias(UnresolvedExtractValue(window, Literal("start")), "window_start")(),
+      Alias(UnresolvedExtractValue(window, Literal("end")), "window_end")())
     Aggregate(keys :+ window, keyColumns ++ bounds ++ aggregates, table.plan)
   }
 
