@@ -19,6 +19,8 @@ The kinds of windows, each a definition passed to :func:`window`:
   boundaries of Spark's ``window()`` (``TimeWindows.of("1 hour").advanceBy("10 minutes")``);
 - :class:`CumulativeWindows`: Flink's cumulative windows, a running total per period
   (``CumulativeWindows.of("1 hour", "1 day")``);
+- :class:`CalendarWindows`: days, weeks, months, quarters or years of a time zone's calendar
+  (``CalendarWindows.months(1).inZone("America/New_York")``);
 - :class:`CustomWindows`: a user's own JVM class implementing
   ``windowagg.EnumerableWindowDefinition`` (KIP-645), named with its parameters
   (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``).
@@ -37,6 +39,7 @@ every kind, where ``spec`` is a definition's :attr:`WindowDefinition.spec` (e.g.
 from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
 from windowagg.functions import metrics, window
 from windowagg.windows import (
+    CalendarWindows,
     CumulativeWindows,
     CustomWindows,
     SessionWindows,
@@ -47,6 +50,7 @@ from windowagg.windows import (
 
 __all__ = [
     "EXTENSION_CLASS",
+    "CalendarWindows",
     "CumulativeWindows",
     "CustomWindows",
     "SessionWindows",

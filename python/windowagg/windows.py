@@ -390,6 +390,121 @@ class CumulativeWindows(WindowDefinition):
         return type(self)(self.step, self.max_size, self.offset, grace)
 
 
+class CalendarWindows(WindowDefinition):
+    """Windows aligned to the local calendar of a time zone: ``n`` days, weeks, months, quarters
+    or years, each ``[start, end)`` from local midnight to local midnight, so a day lasts 23 or 25
+    hours across a daylight-saving change and a month has its real length::
+
+        CalendarWindows.months(1).inZone("America/New_York")    # monthly totals in New York
+        CalendarWindows.months(3).advanceBy(1)                    # 3 months, every month
+
+    Units are counted from 1970-01-01 (weeks from the week holding it that starts on the first
+    day, Monday by default), so ``months(3)`` are calendar quarters. The zone is :meth:`inZone`'s,
+    else the session time zone of a TIMESTAMP column; TIMESTAMP_NTZ values are local times and
+    ignore it; an integral epoch column needs :meth:`inZone` for months, quarters and years.
+    """
+
+    @classmethod
+    def days(cls, n: int) -> "CalendarWindows":
+        """Windows of ``n`` local days."""
+        return cls._of("days", n)
+
+    @classmethod
+    def weeks(cls, n: int, first_day: Optional[str] = None) -> "CalendarWindows":
+        """Windows of ``n`` weeks starting on ``first_day`` (``"MONDAY"`` by default, ``"SUNDAY"``, ...)."""
+        if first_day is not None and not isinstance(first_day, str):
+            raise TypeError(f"first_day must be a day name such as 'SUNDAY', not {type(first_day).__name__}")
+        return cls._of("weeks", n, first_day=first_day)
+
+    @classmethod
+    def months(cls, n: int) -> "CalendarWindows":
+        """Windows of ``n`` calendar months."""
+        return cls._of("months", n)
+
+    @classmethod
+    def quarters(cls, n: int) -> "CalendarWindows":
+        """Windows of ``n`` calendar quarters (starting January, April, July, October)."""
+        return cls._of("quarters", n)
+
+    @classmethod
+    def years(cls, n: int) -> "CalendarWindows":
+        """Windows of ``n`` calendar years."""
+        return cls._of("years", n)
+
+    @classmethod
+    def _of(cls, unit: str, n: Any, first_day: Optional[str] = None) -> "CalendarWindows":
+        _check_count(n, f"a number of {unit}")
+        return cls(unit, n, first_day=first_day)
+
+    def __init__(
+        self,
+        unit: str,
+        n: int,
+        advance: Optional[int] = None,
+        zone: Optional[str] = None,
+        first_day: Optional[str] = None,
+        grace: Optional[GraceLike] = None,
+    ) -> None:
+        """Use :meth:`days`, :meth:`weeks`, :meth:`months`, :meth:`quarters` or :meth:`years` instead."""
+        #: The unit: "days", "weeks", "months", "quarters" or "years".
+        self.unit = unit
+        self.n = n
+        #: The advance in whole units given with :meth:`advanceBy`, or None for tumbling windows.
+        self.advance = advance
+        #: The zone given with :meth:`inZone`, or None for the session time zone.
+        self.zone = zone
+        self.first_day = first_day
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        description = (
+            f"CalendarWindows.{unit}({n!r}" + ("" if first_day is None else f", {first_day!r}") + ")"
+            + ("" if advance is None else f".advanceBy({advance!r})")
+            + ("" if zone is None else f".inZone({zone!r})")
+            + ("" if grace is None else f".grace({grace!r})")
+        )
+
+        def spec() -> str:
+            name = unit[:-1] if n == 1 else unit
+            first = "" if first_day is None or first_day.upper() == "MONDAY" else f" from {first_day.lower()}"
+            return (
+                f"calendar {n} {name}" + ("" if advance is None else f" every {advance}") + first
+                + ("" if zone is None else f" in '{zone}'") + _grace_spec(grace)
+            )
+
+        super().__init__(description, lambda jvm: _build_calendar(jvm, unit, n, advance, zone, first_day, grace), spec)
+
+    def advanceBy(self, units: int) -> "CalendarWindows":  # noqa: N802 (Kafka's name)
+        """Hopping: a window starts every ``units`` units (at most the size), e.g.
+        ``CalendarWindows.months(3).advanceBy(1)``.
+
+        :returns: a new :class:`CalendarWindows`; this one is unchanged.
+        :raises ValueError: when the advance is not positive or larger than the size.
+        :raises TypeError: for an advance that is not an int.
+        """
+        _check_count(units, "a calendar window advance")
+        return type(self)(self.unit, self.n, units, self.zone, self.first_day, self.grace_period)
+
+    def inZone(self, zone: str) -> "CalendarWindows":  # noqa: N802 (JVM name)
+        """The local calendar of ``zone``: a region such as ``"Europe/Berlin"`` or an offset such
+        as ``"+05:30"``.
+
+        :returns: a new :class:`CalendarWindows`; this one is unchanged.
+        :raises ValueError: for an unknown zone.
+        :raises TypeError: for a zone that is not a str.
+        """
+        if not isinstance(zone, str):
+            raise TypeError(f"the time zone must be a str such as 'Europe/Berlin', not {type(zone).__name__}")
+        return type(self)(self.unit, self.n, self.advance, zone, self.first_day, self.grace_period)
+
+    def grace(self, grace: GraceLike) -> "CalendarWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
+
+        :returns: a new :class:`CalendarWindows`; this one is unchanged.
+        """
+        _check_grace(grace)
+        return type(self)(self.unit, self.n, self.advance, self.zone, self.first_day, grace)
+
+
 class CustomWindows(WindowDefinition):
     """A user's own kind of windows: a JVM class implementing ``windowagg.EnumerableWindowDefinition``
     (it lists the windows ``[start, end)`` that contain a time), loaded by name from the driver's
@@ -462,6 +577,13 @@ def _check_length(value: Any, what: str, example: str) -> None:
         raise ValueError(f"{what} {value} does not fit in a 64-bit number of ticks")
 
 
+def _check_count(value: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 < value <= 2**31 - 1:
+        raise ValueError(f"{what} must be a positive whole number, got {value}")
+
+
 def _check_grace(grace: Any) -> None:
     if isinstance(grace, bool) or not isinstance(grace, (str, datetime.timedelta)):
         raise TypeError(
@@ -511,6 +633,19 @@ def _build_cumulative(
         definition = factory.of(_span(jvm, step), _span(jvm, max_size))
     if offset is not None:
         definition = definition.withOffset(_span(jvm, offset))
+    return _with_grace(jvm, definition, grace)
+
+
+def _build_calendar(
+    jvm: Any, unit: str, n: int, advance: Optional[int], zone: Optional[str], first_day: Optional[str],
+    grace: Optional[GraceLike],
+) -> Any:
+    factory = _jvm.jvm_class(jvm, "windowagg.CalendarWindows")
+    definition = factory.weeks(n, first_day) if unit == "weeks" and first_day is not None else getattr(factory, unit)(n)
+    if advance is not None:
+        definition = definition.advanceBy(advance)
+    if zone is not None:
+        definition = definition.inZone(zone)
     return _with_grace(jvm, definition, grace)
 
 
