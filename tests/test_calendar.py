@@ -130,3 +130,22 @@ def test_bad_calendar_windows_are_named(spark):
         epoch.groupBy("k", window("t", CalendarWindows.months(1))).count()
     got = epoch.groupBy("k", window("t", CalendarWindows.days(1))).count().collect()
     assert [(r["window"]["start"], r["window"]["end"]) for r in got] == [(0, DAY // 1000)]
+
+
+def test_unlimited_windows_give_one_row_per_key_and_count_rows_before_the_start(spark, calendar):
+    import windowagg
+    from windowagg import UnlimitedWindows
+
+    start = datetime.datetime(2024, 1, 1, tzinfo=UTC)
+    definition = UnlimitedWindows.of().startOn(start)
+    assert definition.spec == "unlimited starting 2024-01-01T00:00:00Z"
+    df = h.make_df(spark, calendar, "timestamp")
+    out = df.groupBy("k", window("ts", definition)).agg(F.count(F.lit(1)).alias("n"))
+    rows = out.collect()
+    since = [r for r in calendar if r[h.TIME] is not None and r[h.TIME] >= micros_of(start)]
+    assert {r["k"]: r["n"] for r in rows} == {k: sum(1 for r in since if r[h.K] == k) for k in {r[h.K] for r in since}}
+    assert {r["window"]["start"] for r in rows} == {start.replace(tzinfo=None)}  # naive, in the session zone (UTC)
+    before = sum(1 for r in calendar if r[h.TIME] is not None and r[h.TIME] < micros_of(start))
+    assert windowagg.metrics(out)["unwindowedRows"] == before
+    with pytest.raises(ValueError, match="aware"):
+        UnlimitedWindows.of().startOn(datetime.datetime(2024, 1, 1))

@@ -21,6 +21,8 @@ The kinds of windows, each a definition passed to :func:`window`:
   (``CumulativeWindows.of("1 hour", "1 day")``);
 - :class:`CalendarWindows`: days, weeks, months, quarters or years of a time zone's calendar
   (``CalendarWindows.months(1).inZone("America/New_York")``);
+- :class:`UnlimitedWindows`: one window per key from a start on (Kafka Streams'), streaming
+  with ``emit="updates"``;
 - :class:`CustomWindows`: a user's own JVM class implementing
   ``windowagg.EnumerableWindowDefinition`` (KIP-645), named with its parameters
   (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``).
@@ -45,6 +47,7 @@ from windowagg.windows import (
     SessionWindows,
     SlidingWindows,
     TimeWindows,
+    UnlimitedWindows,
     WindowDefinition,
 )
 
@@ -56,6 +59,7 @@ __all__ = [
     "SessionWindows",
     "SlidingWindows",
     "TimeWindows",
+    "UnlimitedWindows",
     "WindowDefinition",
     "__version__",
     "configure",

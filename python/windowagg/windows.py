@@ -505,6 +505,66 @@ class CalendarWindows(WindowDefinition):
         return type(self)(self.unit, self.n, self.advance, self.zone, self.first_day, grace)
 
 
+class UnlimitedWindows(WindowDefinition):
+    """Kafka Streams' unlimited windows: one window per key from a start time on, never closing.
+
+    Batch gives one row per key; streaming needs ``emit="updates"`` (a window that never closes is
+    never final) and emits each key's current value as rows arrive. The start is the epoch unless
+    :meth:`startOn` says another; rows before it are in no window and are counted
+    (``unwindowedRows`` in :func:`windowagg.metrics`; ``unwindowed_rows`` in streaming), never
+    dropped silently. The window's end is the largest time the column can hold::
+
+        UnlimitedWindows.of().startOn("2024-01-01T00:00:00Z")
+    """
+
+    @classmethod
+    def of(cls) -> "UnlimitedWindows":
+        """One window per key from the epoch on."""
+        return cls()
+
+    def __init__(self, start: Optional[Union[str, int]] = None, grace: Optional[GraceLike] = None) -> None:
+        """Use :meth:`UnlimitedWindows.of` (and :meth:`startOn`, :meth:`grace`) instead."""
+        #: The start given with :meth:`startOn`, or None for the epoch.
+        self.start = start
+        #: The grace period given with :meth:`grace`, or None.
+        self.grace_period = grace
+        description = (
+            "UnlimitedWindows.of()" + ("" if start is None else f".startOn({start!r})")
+            + ("" if grace is None else f".grace({grace!r})")
+        )
+
+        def spec() -> str:
+            return "unlimited" + ("" if start is None else f" starting {start}") + _grace_spec(grace)
+
+        super().__init__(description, lambda jvm: _build_unlimited(jvm, start, grace), spec)
+
+    def startOn(self, start: Union[str, int, datetime.datetime]) -> "UnlimitedWindows":  # noqa: N802 (Kafka's name)
+        """The window starts at ``start``: an ISO-8601 instant (``"2024-01-01T00:00:00Z"``), an
+        aware :class:`datetime.datetime`, or an ``int`` number of ticks of an integral time column.
+
+        :returns: a new :class:`UnlimitedWindows`; this one is unchanged.
+        :raises ValueError: for text that is not an instant, or a naive datetime.
+        :raises TypeError: for a start of another type.
+        """
+        if isinstance(start, datetime.datetime):
+            if start.tzinfo is None:
+                raise ValueError("the start of unlimited windows must be an aware datetime (with a tzinfo)")
+            start = start.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+        if isinstance(start, bool) or not isinstance(start, (str, int)):
+            raise TypeError(
+                f"the start of unlimited windows must be an ISO-8601 str, an aware datetime or int ticks, not {type(start).__name__}"
+            )
+        return type(self)(start, self.grace_period)
+
+    def grace(self, grace: GraceLike) -> "UnlimitedWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
+
+        :returns: a new :class:`UnlimitedWindows`; this one is unchanged.
+        """
+        _check_grace(grace)
+        return type(self)(self.start, grace)
+
+
 class CustomWindows(WindowDefinition):
     """A user's own kind of windows: a JVM class implementing ``windowagg.EnumerableWindowDefinition``
     (it lists the windows ``[start, end)`` that contain a time), loaded by name from the driver's
@@ -646,6 +706,13 @@ def _build_calendar(
         definition = definition.advanceBy(advance)
     if zone is not None:
         definition = definition.inZone(zone)
+    return _with_grace(jvm, definition, grace)
+
+
+def _build_unlimited(jvm: Any, start: Optional[Union[str, int]], grace: Optional[GraceLike]) -> Any:
+    definition = _jvm.jvm_class(jvm, "windowagg.UnlimitedWindows").of()
+    if start is not None:
+        definition = definition.startOn(start)  # a str picks startOn(String), an int startOn(long)
     return _with_grace(jvm, definition, grace)
 
 

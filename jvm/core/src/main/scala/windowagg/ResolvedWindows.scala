@@ -48,6 +48,9 @@ trait ResolvedWindows extends Serializable {
    */
   def holds(time: Long): Boolean = true
 
+  /** Whether windows ever become final; a kind whose windows never close (unlimited) can only emit updates. */
+  def everFinal: Boolean = true
+
   /** The last tick of the latest window that can hold a record at `time` (one it `holds`): once the watermark passes it, the record is late. */
   def closesAt(time: Long): Long
 

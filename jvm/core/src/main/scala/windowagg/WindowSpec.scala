@@ -14,6 +14,8 @@ import windowagg.core.{TimeSpan, WindowError}
  *   tumbling 1 minute offset 10 seconds
  *   hopping 1 hour every 10 seconds
  *   cumulative 1 hour up to 1 day
+ *   calendar 1 month in 'America/New_York'
+ *   unlimited starting 2024-01-01T00:00:00Z
  *   custom com.example.FiscalQuarters(firstMonth=2) grace 1 day
  * }}}
  * A length is a duration ("1 hour 30 minutes") or a bare integer counting ticks of an integral time
@@ -33,7 +35,7 @@ object WindowSpec {
   }
 
   /** Every built-in kind, once. */
-  val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, CustomWindows)
+  val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, UnlimitedWindows, CustomWindows)
 
   /** All kinds' grammar, one per line. */
   def grammar: String = readers.map(_.usage).mkString("\n")

@@ -84,6 +84,23 @@ class WindowKindsSpec extends AnyFunSuite with Matchers {
       CumulativeWindows.of("1 hour", "1 day").grace("5 minutes")
   }
 
+  test("unlimited windows: one window from the start on, rows before it in no window") {
+    val fromEpoch = UnlimitedWindows.of().resolve(millis)
+    fromEpoch shouldBe UnlimitedWindows.Resolved(0L, Long.MaxValue, None)
+    UnlimitedWindows.of().resolve(micros).endTicks shouldBe 253402214400000000L // 9999-12-31T00:00:00Z
+    fromEpoch.holds(-1L) shouldBe false
+    fromEpoch.holds(0L) shouldBe true
+    fromEpoch.sliceStart(123456L) shouldBe 0L
+    fromEpoch.everFinal shouldBe false
+    UnlimitedWindows.of().startOn("2024-01-01T00:00:00Z").resolve(millis).startTicks shouldBe 1704067200000L
+    UnlimitedWindows.of().startOn(-5L).grace("1 second").resolve(millis) shouldBe UnlimitedWindows.Resolved(-5L, Long.MaxValue, Some(1000L))
+    rejected(UnlimitedWindows.of().startOn(5L).resolve(micros)) should include("give an instant")
+    rejected(UnlimitedWindows.of().startOn("yesterday")) should include("cannot read 'yesterday' as an instant")
+    rejected(WindowSpec.parse("unlimited 5 minutes")) should include("no size")
+    Seq(UnlimitedWindows.of(), UnlimitedWindows.of().startOn("2024-01-01T00:00:00Z").grace("1 minute"), UnlimitedWindows.of().startOn(7L))
+      .foreach(d => WindowSpec.parse(d.spec) shouldBe d)
+  }
+
   test("bad specs are rejected, naming the problem") {
     rejected(WindowSpec.parse("rolling 5 minutes")) should (include("unknown window kind 'rolling'") and include("hopping"))
     rejected(WindowSpec.parse("")) should include("must not be empty")

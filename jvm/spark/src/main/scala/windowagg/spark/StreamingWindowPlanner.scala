@@ -9,7 +9,7 @@ import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types.{Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.MergingWindows
+import windowagg.{MergingWindows, WindowDefinition}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
@@ -25,7 +25,7 @@ object StreamingWindowPlanner {
   /** In update mode, marks the rows that retract a session merged into another. */
   val RetractionColumn = "retraction"
 
-  def plan(session: SparkSession, node: WindowAggregate, options: WindowOptions): LogicalPlan = {
+  def plan(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, options: WindowOptions): LogicalPlan = {
     val provider = session.conf.getOption(ProviderConf).getOrElse("")
     if (!provider.contains("RocksDBStateStoreProvider")) {
       throw WindowAggException(
@@ -36,6 +36,10 @@ object StreamingWindowPlanner {
       throw WindowAggException(
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
+    }
+    if (!node.windows.everFinal && !options.emitUpdates) {
+      throw WindowAggException(
+        s"$definition never closes, so no window would ever be final: use emit 'updates' (and the update output mode)")
     }
     val grace = node.windows.graceTicks
     val time = node.time

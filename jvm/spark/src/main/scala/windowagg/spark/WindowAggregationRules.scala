@@ -153,7 +153,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     if (child.isStreaming) {
       // Streaming: the same node's meaning, planned through transformWithState; late rows, when
       // emitted, come out as two more columns.
-      val streaming = StreamingWindowPlanner.plan(session, node, window.options)
+      val streaming = StreamingWindowPlanner.plan(session, node, window.definition, window.options)
       Project(results ++ streaming.output.drop(node.output.length), streaming)
     } else {
       Project(results, node)

@@ -39,6 +39,8 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("cumulative", CumulativeWindows.of("20 seconds", "2 minutes"), 10 * minute),
     Kind("calendar days in New York", CalendarWindows.days(1).inZone("America/New_York"), 30 * day),
     Kind("calendar quarters every month", CalendarWindows.months(3).advanceBy(1), 800 * day),
+    Kind("unlimited from the epoch", UnlimitedWindows.of(), 10 * minute, finalInStreaming = false),
+    Kind("unlimited from a start", UnlimitedWindows.of().startOn("1970-01-01T00:02:00Z"), 10 * minute, finalInStreaming = false),
     Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), 800 * day),
     Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day),
     Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), 10 * minute))
@@ -101,7 +103,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       assert(WindowSpec.parse(kind.definition.spec) == kind.definition, "the spec parses back to the definition")
     }
 
-    test(s"${kind.name}: streaming final windows equal batch under random micro-batch splits") {
+    test(s"${kind.name}: streaming ${if (kind.finalInStreaming) "final windows" else "last updates"} equal batch under random micro-batch splits") {
       import spark.implicits._
       // Spark's watermark starts at the epoch: times before it would be late in the first micro-batch
       val rows = events(kind, 11, 150).map { case (k, t, v) => (k, t + kind.spanSeconds * 1000000L, v) }
@@ -111,8 +113,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
         .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
         .withWatermark("ts", s"${kind.spanSeconds * 4} seconds")
       val name = s"conformance_${kinds.indexOf(kind)}"
-      val query = dataFrameApi(stream, kind.definition).where(col("k") =!= "flush")
-        .writeStream.format("memory").queryName(name).outputMode(OutputMode.Append()).start()
+      val (options, mode) =
+        if (kind.finalInStreaming) (Map.empty[String, String], OutputMode.Append()) else (Map("emit" -> "updates"), OutputMode.Update())
+      val query = dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
+        .writeStream.format("memory").queryName(name).outputMode(mode).start()
       try {
         val shuffled = new Random(3).shuffle(rows)
         val cuts = (Seq(0, shuffled.length) ++ Seq.fill(3)(new Random(5).nextInt(shuffled.length))).distinct.sorted
@@ -127,10 +131,20 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
         input.addData(Seq(("flush", far * 2, 0L)))
         query.processAllAvailable()
       } finally query.stop()
-      assert(result(spark.table(name)) == expected)
+      // with updates, a window's last value is the one with the most rows
+      val got = result(spark.table(name)).groupBy(o => (o.k, o.start, o.end)).values.map(_.maxBy(_.count)).toSeq
+      assert(got.sortBy(o => (o.k, o.start, o.end)) == expected)
     }
 
-    test(s"${kind.name}: a late row is counted and emitted, on-time rows are windowed") {
+    if (!kind.finalInStreaming) test(s"${kind.name}: streaming with emit=final is refused, since no window is ever final") {
+      import spark.implicits._
+      val stream = MemoryStream[(String, Long, Long)](spark).toDF().toDF("k", "t", "v")
+        .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v")).withWatermark("ts", "1 minute")
+      val e = intercept[org.apache.spark.sql.AnalysisException](dataFrameApi(stream, kind.definition))
+      assert(e.getMessage.contains("never closes") && e.getMessage.contains("updates"))
+    }
+
+    if (kind.finalInStreaming) test(s"${kind.name}: a late row is counted and emitted, on-time rows are windowed") {
       import spark.implicits._
       val input = MemoryStream[(String, Long, Long)](spark)
       val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
@@ -202,6 +216,7 @@ object WindowKindConformanceSuite {
     override def hashCode: Int = 3
   }
 
-  final case class Kind(name: String, definition: WindowDefinition, spanSeconds: Long)
+  /** A kind to check; `finalInStreaming` is false for windows that never close (checked with emit=updates). */
+  final case class Kind(name: String, definition: WindowDefinition, spanSeconds: Long, finalInStreaming: Boolean = true)
   final case class Out(k: String, start: Long, end: Long, sum: Long, count: Long, values: Vector[Long])
 }
