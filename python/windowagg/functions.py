@@ -50,8 +50,8 @@ def window(
 
     Late rows (every window that could hold them is final) and rows with a null time are always
     counted in the query's observed metrics named ``"windowagg"``
-    (``query.lastProgress["observedMetrics"]["windowagg"]``, fields ``late_rows`` and
-    ``null_time_rows``).
+    (``query.lastProgress["observedMetrics"]["windowagg"]``, fields ``late_rows``,
+    ``null_time_rows``, ``invalid_gap_rows`` and ``unwindowed_rows``).
 
     :param time_col: the time column, by name or as a Column: TIMESTAMP, TIMESTAMP_NTZ or an
         integral epoch (byte, short, int or long); TIMESTAMP in streaming.
@@ -69,7 +69,8 @@ def window(
         value emitted for a window is its final value.
     :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
         rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
-        ``late_reason`` is ``"late"`` or ``"null time"`` and whose ``late_row`` struct holds all
+        ``late_reason`` is ``"late"``, ``"null time"``, ``"invalid gap"`` (sessions with a per-row
+        gap) or ``"no window"`` (a time the definition leaves out) and whose ``late_row`` struct holds all
         the input's columns (the keys are set; the window's start and end and the aggregates are
         null). With ``"emit"``, the output has the extra columns ``late_reason`` and ``late_row``.
     :returns: a :class:`pyspark.sql.Column`.
@@ -115,7 +116,8 @@ def metrics(df: "DataFrame") -> Dict[str, int]:
 
     :returns: a dict with ``"inputRows"`` (rows read by the windowagg operators),
         ``"nullTimeRows"`` (rows whose time was null: not windowed, but counted),
-        ``"invalidGapRows"`` (session rows whose per-row gap was null or not positive) and
+        ``"invalidGapRows"`` (session rows whose per-row gap was null or not positive),
+        ``"unwindowedRows"`` (rows whose time is in no window of the definition) and
         ``"windows"`` (windows output), summed over the plan's windowagg operators.
     """
     jdf = getattr(df, "_jdf", None)
