@@ -145,9 +145,9 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
         while (i < n) { row.setNullAt(spec.aggregateOrdinal(i)); i += 1 }
     }
     late match {
-      case Some((reason, value)) =>
+      case Some((reason, lateValue)) =>
         row.update(spec.lateReasonOrdinal, UTF8String.fromString(reason))
-        row.update(spec.lateRowOrdinal, value.copy())
+        row.update(spec.lateRowOrdinal, lateValue.copy())
       case None =>
         row.setNullAt(spec.lateReasonOrdinal)
         row.setNullAt(spec.lateRowOrdinal)
