@@ -32,16 +32,15 @@ import argparse
 import datetime as dt
 import json
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+import harness  # noqa: E402  (session, /proc CPU accounting, run timer, metadata)
+
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 
@@ -190,66 +189,14 @@ class WindowAgg:
         return Column(jc).alias("window")
 
 
-JAR_SOURCE: dict = {}
-
-
-def jar_path() -> str | None:
-    p = os.environ.get("WINDOWAGG_JAR")
-    if p:
-        return p
-    default = Path("/tmp/windowagg-latest.jar")
-    return str(default) if default.exists() else None
+JAR_SOURCE = harness.JAR_SOURCE
+jar_path = harness.jar_path
 
 
 def build_session(a: argparse.Namespace):
-    conf = {
-        "spark.driver.memory": a.driver_memory,
-        "spark.sql.shuffle.partitions": str(a.shuffle_partitions),
-        # every competitor gets exactly --shuffle-partitions reduce tasks: AQE would otherwise
-        # coalesce the groupBy/OVER shuffles (not the floor's explicit repartition), e.g. 4 -> 3
-        # partitions, which on 2 cores leaves one core idle for the second wave
-        "spark.sql.adaptive.coalescePartitions.enabled": "true" if a.aqe_coalesce else "false",
-        "spark.ui.enabled": "true" if a.ui else "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-    }
-    jar = jar_path()
-    if jar:
-        # run on a private copy: the JVM reads classes from the jar lazily, and a jar replaced by a
-        # new build mid-run (as /tmp/windowagg-latest.jar is) breaks the running session
-        import hashlib
-        import shutil
-        src = Path(jar)
-        JAR_SOURCE.update({"path": str(src), "bytes": src.stat().st_size,
-                           "mtime": dt.datetime.fromtimestamp(src.stat().st_mtime, dt.timezone.utc)
-                           .isoformat(timespec="seconds")})
-        copy = Path(f"/tmp/windowagg-bench-{os.getpid()}.jar")
-        shutil.copyfile(src, copy)
-        JAR_SOURCE["sha256"] = hashlib.sha256(copy.read_bytes()).hexdigest()
-        jar = str(copy)
-        os.environ["WINDOWAGG_JAR"] = jar
-    try:
-        import windowagg
-        try:
-            windowagg.jar_path()
-            log(f"session through windowagg.session (package at {Path(windowagg.__file__).parent}, "
-                f"jar {windowagg.jar_path()})")
-            return windowagg.session(app_name="windowagg-bench-sliding-batch", master=a.master, config=conf)
-        except FileNotFoundError as e:
-            log(f"windowagg package has no jar: {e}")
-            jar = None
-    except ImportError:
-        pass
-    from pyspark.sql import SparkSession
-    b = SparkSession.builder.appName("windowagg-bench-sliding-batch").master(a.master)
-    for k, v in conf.items():
-        b = b.config(k, v)
-    if jar:
-        log(f"python package windowagg not installed: session with spark.jars={jar}")
-        b = b.config("spark.jars", jar).config("spark.sql.extensions", "windowagg.spark.WindowAggExtensions")
-    else:
-        log("no windowagg jar (set WINDOWAGG_JAR): the windowagg competitor will be skipped")
-    return b.getOrCreate()
+    return harness.build_session("windowagg-bench-sliding-batch", master=a.master,
+                                 shuffle_partitions=a.shuffle_partitions, driver_memory=a.driver_memory,
+                                 aqe_coalesce=a.aqe_coalesce, ui=a.ui)
 
 
 # ---------------------------------------------------------------------------- the competitors
@@ -292,126 +239,20 @@ def segment_tree_conf(spark) -> dict:
     return out
 
 
-_CLK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# /proc CPU accounting and the run timer live in harness.py; these names stay importable from here
+# (sliding_streaming.py and sessions.py use them)
+_CLK = harness._CLK
+_busy_jiffies = harness.busy_jiffies
+_proc_jiffies = harness.proc_jiffies
 
 
-def _busy_jiffies() -> int | None:
-    """CPU time used by everything on the machine so far (all cores), in clock ticks."""
-    try:
-        f = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f[:8])
-        return user + nice + system + irq + softirq + steal
-    except (OSError, ValueError):
-        return None
+class Runner(harness.Runner):
+    """harness.Runner, with the segment-tree frame switched on for the over_segtree competitor."""
 
-
-def _proc_jiffies(pid: int) -> int | None:
-    """CPU time of one process (all its threads) so far, in clock ticks."""
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(f[11]) + int(f[12])  # utime, stime
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class Runner:
-    """Times one query at a time, cancels it after `timeout` seconds, and measures how much CPU
-    other processes on the machine took meanwhile (a benchmark on 2 cores is only as good as the
-    machine is quiet: such runs are flagged and retried)."""
-
-    def __init__(self, spark, timeout: float):
-        self.spark = spark
-        self.sc = spark.sparkContext
-        self.timeout = timeout
-        self._n = 0
-        self.own_pids = [os.getpid()]
-        try:
-            self.own_pids.append(int(self.sc._jvm.java.lang.ProcessHandle.current().pid()))
-        except Exception:
-            pass
-
-    def _own(self) -> int | None:
-        vals = [_proc_jiffies(p) for p in self.own_pids]
-        return None if any(v is None for v in vals) else sum(vals)
-
-    def wait_quiet(self, max_wait: float, threshold: float) -> tuple[float, float]:
-        """Waits until other processes use at most `threshold` cores over a 2 s sample, or
-        `max_wait` seconds passed. Returns (seconds waited, last sampled share)."""
-        if max_wait <= 0:
-            return 0.0, 0.0
-        t0 = time.perf_counter()
-        while True:
-            b0, o0 = _busy_jiffies(), self._own()
-            time.sleep(2.0)
-            b1, o1 = _busy_jiffies(), self._own()
-            if None in (b0, b1, o0, o1):
-                return 0.0, 0.0
-            share = max(0.0, (b1 - b0 - (o1 - o0)) / _CLK / 2.0)
-            waited = time.perf_counter() - t0 - 2.0
-            if share <= threshold or waited >= max_wait:
-                return max(0.0, waited), share
-            time.sleep(3.0)
-
-    def run(self, name: str, df_out) -> dict:
-        """Runs df_out to the noop sink. Returns {"status": "ok" | "timeout" | "error: ...",
-        "seconds": wall time, "foreign_cpu": CPU seconds other processes used meanwhile,
-        "own_cpu": CPU seconds of this benchmark (driver JVM + Python)}."""
-        self._n += 1
-        group = f"bench-{self._n}"
-        self.sc._jvm.System.gc()
-        self.sc.setJobGroup(group, f"{name}", interruptOnCancel=True)
-        fired = threading.Event()
-        done = threading.Event()
-
-        def watchdog():
-            # cancel at the deadline, and again every second: with AQE a query runs several jobs,
-            # and a job submitted after a cancel would otherwise run on
-            if done.wait(self.timeout):
-                return
-            fired.set()
-            while not done.is_set():
-                try:
-                    self.sc.cancelJobGroup(group)
-                except Exception:
-                    pass
-                done.wait(1.0)
-
-        dog = threading.Thread(target=watchdog, daemon=True)
-        conf = self.spark.conf
+    def run(self, name: str, df_out, conf: dict | None = None, timeout: float | None = None) -> dict:
         if name == "over_segtree":
-            conf.set(SEGTREE_CONF, "true")
-        busy0, own0 = _busy_jiffies(), self._own()
-        t0 = time.perf_counter()
-        dog.start()
-        try:
-            df_out.write.format("noop").mode("overwrite").save()
-            status = "ok"
-        except Exception as e:  # cancelled by the watchdog, or a real failure
-            detail = str(e).splitlines()[0]
-            jexc = getattr(e, "java_exception", None)
-            if jexc is not None:
-                try:
-                    detail = str(jexc.toString())
-                    cause = jexc.getCause()
-                    while cause is not None:
-                        detail += " | caused by " + str(cause.toString())
-                        cause = cause.getCause()
-                except Exception:
-                    pass
-            status = "timeout" if fired.is_set() else f"error: {detail[:1000]}"
-        finally:
-            elapsed = time.perf_counter() - t0
-            done.set()
-            busy1, own1 = _busy_jiffies(), self._own()
-            dog.join()
-            if name == "over_segtree":
-                conf.unset(SEGTREE_CONF)
-            self.sc.setLocalProperty("spark.jobGroup.id", None)
-        out = {"status": status, "seconds": elapsed, "foreign_cpu": None, "own_cpu": None}
-        if None not in (busy0, busy1, own0, own1):
-            out["own_cpu"] = (own1 - own0) / _CLK
-            out["foreign_cpu"] = max(0.0, (busy1 - busy0 - (own1 - own0)) / _CLK)
-        return out
+            conf = {**(conf or {}), SEGTREE_CONF: "true"}
+        return super().run(name, df_out, conf=conf, timeout=timeout)
 
 
 # ------------------------------------------------------------------------------ measurements
@@ -455,52 +296,9 @@ def check_against_over(df, size_s: int, wa: WindowAgg, keys: int) -> dict:
 
 # ---------------------------------------------------------------------------------- metadata
 
-def machine_info(spark) -> dict:
-    jvm = spark.sparkContext._jvm
-    sysprop = jvm.System.getProperty
-    mem_kb = None
-    cpu = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kb = int(line.split()[1])
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    rt = jvm.java.lang.Runtime.getRuntime()
-    return {
-        "cpu_model": cpu,
-        "cpus_visible": os.cpu_count(),
-        "memory_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "pyspark": __import__("pyspark").__version__,
-        "spark": spark.version,
-        "java": f"{sysprop('java.vm.name')} {sysprop('java.version')} ({sysprop('java.vendor')})",
-        "driver_max_heap_gib": round(rt.maxMemory() / 1024 ** 3, 2),
-    }
-
-
-def git_rev() -> str | None:
-    try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except Exception:
-        return None
-
-
-def jar_info() -> dict | None:
-    if JAR_SOURCE:
-        return {**JAR_SOURCE, "copy": os.environ.get("WINDOWAGG_JAR")}
-    jar = os.environ.get("WINDOWAGG_JAR")
-    if not jar or not Path(jar).exists():
-        return None
-    st = Path(jar).stat()
-    return {"path": jar, "bytes": st.st_size,
-            "mtime": dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc).isoformat(timespec="seconds")}
+machine_info = harness.machine_info
+git_rev = harness.git_rev
+jar_info = harness.jar_info
 
 
 # ---------------------------------------------------------------------------------- results
@@ -709,8 +507,7 @@ def main(argv=None) -> int:
     path = write_results(res, a.tag)
     log(f"results: {path} and {path.with_suffix('.csv')}")
     spark.stop()
-    if JAR_SOURCE and os.environ.get("WINDOWAGG_JAR", "").startswith("/tmp/windowagg-bench-"):
-        Path(os.environ["WINDOWAGG_JAR"]).unlink(missing_ok=True)
+    harness.cleanup_jar_copy()
 
     if a.docs:
         sys.path.insert(0, str(BENCH_DIR))
