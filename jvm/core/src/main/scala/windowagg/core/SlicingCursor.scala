@@ -30,6 +30,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var held = 0L
   private var heldUntil = 0L
   private val pending = new java.util.TreeSet[Window](SlicingCursor.byEndThenStart)
+  private var previousSlice = 0L
+  private var anySlice = false
   private var next: Reaching[P] = read()
 
   private var current: Window = _
@@ -55,7 +57,11 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
 
   private def addSlice(slice: Reaching[P]): Unit = {
     val t = slice.time
-    kind.foreachWindow(t) { (s, e) => pending.add(Window(s, e)) }
+    // a window holding t that starts at or before the previous slice holds that slice too: it is
+    // pending already, so only windows starting after it are new (one per slice for hopping windows)
+    kind.foreachWindow(t) { (s, e) => if (!anySlice || s > previousSlice) pending.add(Window(s, e)) }
+    previousSlice = t
+    anySlice = true
     sliceTimes += t
     slicePartials += slice.partial
     // no window still to come starts before t − maxSpan: they all end after t
