@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Batch benchmark: windowagg's aligned window kinds (hopping, tumbling, cumulative) against what a
-Spark user would otherwise write, plus a regression check of the sliding and session kinds.
+"""Batch benchmark: windowagg's aligned window kinds (hopping, tumbling, cumulative, calendar) against
+what a Spark user would otherwise write, plus a regression check of the sliding and session kinds.
 
 One process, one SparkSession (local[2], 4 shuffle partitions, AQE coalescing off), cached inputs,
 every result consumed with .write.format("noop"). windowagg is called through SQL only
@@ -22,6 +22,12 @@ no Python classes for the new kinds. Sections (cells of one section share one ca
                 spark_hourly_running  hourly tumbling aggregates, then a running sum per (k, day)
                                with OVER (ROWS UNBOUNDED PRECEDING): the two-step query a Spark
                                expert would write (same windows when every hour has rows)
+  calendar    'calendar 1 month': monthly totals over 10 years (4M rows, 100 keys), session time zone UTC
+                windowagg      groupBy(k, windows(ts, 'calendar 1 month'))
+                windowagg_zone groupBy(k, windows(ts, 'calendar 1 month in ''America/New_York'''))
+                               (a zone with daylight saving: the cost of zone arithmetic)
+                spark_date_trunc  groupBy(k, date_trunc('month', ts)): the nearest built-in (batch only)
+                sort_floor     repartition(4, k).sortWithinPartitions(k, ts)
   sliding     regression: bench/sliding_batch.py's windowagg cell at ~500 rows/window (its input
               generator, 4M rows / 1000 keys in the full run, S = 53 s) and its shuffle+sort floor
   sessions    regression: bench/sessions.py's batch cell (its generator, 4M rows / 1000 keys,
@@ -30,7 +36,9 @@ no Python classes for the new kinds. Sections (cells of one section share one ca
 Correctness, untimed, once per section: hopping and tumbling, windowagg's windows() result and the
 window_agg table (hopping) full-outer-joined with Spark window()'s on (k, start, end): a row
 mismatches when a side is missing, the counts differ, or sum/avg differ by more than 1e-9
-relative; cumulative, windowagg against the 24-query union the same way.
+relative; cumulative, windowagg against the 24-query union the same way; calendar, windowagg's UTC
+months against date_trunc('month', ts) (end = start + 1 month), and the America/New_York months
+against date_trunc of the local time converted back to UTC, the same way.
 
 Per cell: one untimed warm-up run, then --reps timed runs, median (one timed run when the warm-up
 took over --long-run s); a run over --timeout s is cancelled and reported as "> timeout". Each run
@@ -39,7 +47,10 @@ where others took more than --contended cores are marked contended.
 
 Run from the repository root:   bench/run-aligned --quick     (~200k rows, a few minutes)
                                 bench/run-aligned             (full: 2M rows; see bench/README.md)
-Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full.json
+Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full.json \\
+                                    bench/results/aligned_batch-full-calendar.json
+                                (several files: later files' sections replace/add to the first's,
+                                each section shown with its own run time and git commit)
 """
 from __future__ import annotations
 
@@ -59,13 +70,16 @@ from harness import log, ratio  # noqa: E402
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 DOCS = REPO / "docs"
-SECTIONS = ["hopping", "tumbling", "cumulative", "sliding", "sessions"]
+SECTIONS = ["hopping", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s, so no window boundary coincides with the first event
 BASE_MS = 1_699_920_000_000 + 1_234_567
 
 HOP_SPEC = "hopping 1 hour every 10 seconds"
 TUMBLE_SPEC = "tumbling 1 minute"
 CUM_SPEC = "cumulative 1 hour up to 1 day"
+CAL_SPEC = "calendar 1 month"
+CAL_ZONE = "America/New_York"
+CAL_ZONE_SPEC = f"calendar 1 month in ''{CAL_ZONE}''"  # inside the SQL string literal of windows(ts, '...')
 AGG_SQL = "sum(v) AS s, count(1) AS n, avg(v) AS a"
 
 
@@ -80,6 +94,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cum-rows", type=int, help="rows of the cumulative input (default: --rows)")
     p.add_argument("--cum-keys", type=int, help="keys of the cumulative input (default: --keys)")
     p.add_argument("--cum-days", type=float, default=4.0, help="time span of each key in the cumulative input (4)")
+    p.add_argument("--cal-rows", type=int, help="rows of the calendar input (default 4,000,000; quick 200,000)")
+    p.add_argument("--cal-keys", type=int,
+                   help="keys of the calendar input (default 100; quick 5: the same 40,000 rows per key)")
+    p.add_argument("--cal-years", type=float, default=10.0, help="time span of each key in the calendar input (10)")
     p.add_argument("--sliding-rows", type=int, help="sliding regression rows (default 4,000,000; quick 200,000)")
     p.add_argument("--sliding-keys", type=int, help="sliding regression keys (default 1000; quick 50)")
     p.add_argument("--sliding-target", type=int, default=500, help="rows per window of the sliding cell (500)")
@@ -110,13 +128,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--docs", dest="docs", action="store_true", default=None,
                    help="render docs/benchmarks-aligned.md and its plot at the end (default: on unless --quick)")
     p.add_argument("--no-docs", dest="docs", action="store_false")
-    p.add_argument("--report", metavar="JSON", help="only re-render the docs from a results file")
+    p.add_argument("--report", metavar="JSON", nargs="+",
+                   help="only re-render the docs from results file(s); with several, each later file's sections "
+                        "replace or add to the first's and keep their own run time and git commit")
     a = p.parse_args(argv)
     q = a.quick
     a.rows = a.rows or (200_000 if q else 2_000_000)
     a.keys = a.keys or (10 if q else 100)
     a.cum_rows = a.cum_rows or a.rows
     a.cum_keys = a.cum_keys or a.keys
+    a.cal_rows = a.cal_rows or (200_000 if q else 4_000_000)
+    a.cal_keys = a.cal_keys or (5 if q else 100)
     a.sliding_rows = a.sliding_rows or (200_000 if q else 4_000_000)
     a.sliding_keys = a.sliding_keys or (50 if q else 1000)
     a.session_rows = a.session_rows or (200_000 if q else 4_000_000)
@@ -195,6 +217,26 @@ def q_spark_window(df, size: str, slide: str | None = None):
     return df.groupBy("k", w.alias("window")).agg(*spark_aggs())
 
 
+def q_date_trunc(df):
+    """The nearest built-in to calendar months (a batch hash aggregation; not usable in streaming)."""
+    from pyspark.sql import functions as F
+    return df.groupBy("k", F.date_trunc("month", "ts").alias("month")).agg(*spark_aggs())
+
+
+def flat_date_trunc(df, zone: str | None = None):
+    """(k, start, end, s, n, a) months from date_trunc: in the session zone (UTC) start = month,
+    end = month + 1 month; with `zone`, date_trunc of the local time, converted back to an instant
+    (local midnight of the 1st is never in a daylight-saving gap for America/New_York)."""
+    from pyspark.sql import functions as F
+    if zone is None:
+        return q_date_trunc(df).select("k", F.col("month").alias("start"),
+                                       (F.col("month") + F.expr("INTERVAL 1 MONTH")).alias("end"), "s", "n", "a")
+    local = F.date_trunc("month", F.from_utc_timestamp("ts", zone))
+    return (df.groupBy("k", local.alias("lm")).agg(*spark_aggs())
+            .select("k", F.to_utc_timestamp("lm", zone).alias("start"),
+                    F.to_utc_timestamp(F.col("lm") + F.expr("INTERVAL 1 MONTH"), zone).alias("end"), "s", "n", "a"))
+
+
 def q_floor(df, partitions: int):
     return df.repartition(partitions, "k").sortWithinPartitions("k", "ts")
 
@@ -260,7 +302,7 @@ def plan_of(df) -> str:
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.report:
-        render(Path(a.report))
+        render([Path(x) for x in a.report])
         return 0
     log(f"args: {vars(a)}")
     spark = harness.build_session("windowagg-bench-aligned", master=a.master,
@@ -389,6 +431,30 @@ def main(argv=None) -> int:
         cell(sec, "spark_hourly_running", lambda: q_hourly_running(cum))
         cum.unpersist()
 
+    if "calendar" in a.sections:
+        span = a.cal_years * 365.25 * 86400
+        cal, info = cache_input(aligned_input(spark, a.cal_rows, a.cal_keys, span, a.seed + 20, a.shuffle_partitions),
+                                "calendar")
+        res["calendar_input"] = {**info, "span_s_per_key": span, "rows_per_key": a.cal_rows // a.cal_keys,
+                                 "years": a.cal_years, "zone": CAL_ZONE}
+        sec = section("calendar", f"Calendar 1 month ({a.cal_rows:,} rows, {a.cal_keys} keys, {a.cal_years:g} years)",
+                      spec=CAL_SPEC, zone_spec=CAL_ZONE_SPEC, input="calendar")
+        sec["plan_windowagg"] = plan_of(q_windows(cal, CAL_SPEC))
+        sec["plan_spark"] = plan_of(q_date_trunc(cal))
+        if a.check:
+            t0 = time.perf_counter()
+            sec["check"] = compare(flat(q_windows(cal, CAL_SPEC)), flat_date_trunc(cal))
+            sec["check_zone"] = compare(flat(q_windows(cal, CAL_ZONE_SPEC)), flat_date_trunc(cal, CAL_ZONE))
+            sec["check_s"] = round(time.perf_counter() - t0, 1)
+            log(f"calendar check windows() vs date_trunc: {sec['check']}")
+            log(f"calendar check {CAL_ZONE} windows() vs local date_trunc: {sec['check_zone']} ({sec['check_s']} s)")
+            save()
+        cell(sec, "windowagg", lambda: q_windows(cal, CAL_SPEC))
+        cell(sec, "windowagg_zone", lambda: q_windows(cal, CAL_ZONE_SPEC))
+        cell(sec, "spark_date_trunc", lambda: q_date_trunc(cal))
+        cell(sec, "sort_floor", lambda: q_floor(cal, a.shuffle_partitions))
+        cal.unpersist()
+
     if "sliding" in a.sections:
         import sliding_batch as sb
         density = 10.0
@@ -458,6 +524,10 @@ RATIOS = [
     ("tumbling", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
     ("cumulative", "spark_union24", "windowagg", "union of 24 ÷ windowagg"),
     ("cumulative", "spark_hourly_running", "windowagg", "hourly + running sum ÷ windowagg"),
+    ("calendar", "windowagg", "spark_date_trunc", "windowagg ÷ Spark date_trunc('month') (target ≤ 1.2×)"),
+    ("calendar", "sort_floor", "spark_date_trunc", "shuffle+sort floor ÷ Spark date_trunc('month')"),
+    ("calendar", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
+    ("calendar", "windowagg_zone", "windowagg", "America/New_York months ÷ UTC months (zone arithmetic)"),
     ("sliding", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
     ("sessions", "windowagg", "spark", "windowagg ÷ Spark session_window (published 0.68×)"),
 ]
@@ -474,6 +544,10 @@ LABELS = {
     ("cumulative", "windowagg"): "windowagg windows() groupBy",
     ("cumulative", "spark_union24"): "Spark: union of 24 window(ts, '1 day') queries",
     ("cumulative", "spark_hourly_running"): "Spark: hourly window() + running SUM OVER",
+    ("calendar", "windowagg"): "windowagg windows() groupBy, UTC months",
+    ("calendar", "windowagg_zone"): "windowagg windows() groupBy, America/New_York months",
+    ("calendar", "spark_date_trunc"): "Spark date_trunc('month', ts)",
+    ("calendar", "sort_floor"): "shuffle + sort floor",
     ("sliding", "windowagg"): "windowagg SlidingWindows (KIP-450 set)",
     ("sliding", "sort_floor"): "shuffle + sort floor",
     ("sessions", "windowagg"): "windowagg SessionWindows",
@@ -524,7 +598,7 @@ def summary(res) -> None:
         for comp, c in sec["cells"].items():
             log(f"SUMMARY {name:10s} {comp:22s} wall {fmt_s(c):>18s}  CPU {fmt_s(c, 'median_cpu_s'):>8s}  "
                 f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
-        for k in ("check", "check_tvf", "check_hourly_running"):
+        for k in ("check", "check_tvf", "check_hourly_running", "check_zone"):
             if k in sec:
                 log(f"SUMMARY {name:10s} {k}: {sec[k]}")
     for sec, num, den, label in RATIOS:
@@ -576,7 +650,10 @@ def plot(res, path: Path) -> None:
         xmax = max(max(walls), max(cpus)) * 20
         xmin = min([v for v in walls + cpus if v] or [1]) / 2
         ax.set_xlim(xmin, xmax)
-        ax.set_title(sec["title"], fontsize=9.5, loc="left")
+        run = sec.get("run") or {}
+        other = res.get("files") and run.get("file") != res["files"][0]["file"]
+        ax.set_title(sec["title"] + (f"; separate run {run['started'][:16].replace('T', ' ')} UTC" if other else ""),
+                     fontsize=9.5, loc="left")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         ax.grid(axis="x", which="both", alpha=0.25)
     axes[-1].set_xlabel("seconds (log scale): bar = median wall time, dotted outline = median own CPU time;\n"
@@ -588,8 +665,33 @@ def plot(res, path: Path) -> None:
     plt.close(fig)
 
 
-def render(json_path: Path) -> Path:
-    res = json.loads(Path(json_path).read_text())
+def load_results(paths: list[Path]) -> dict:
+    """The first file's results, with each later file's sections replacing or adding to them (and
+    their input descriptions); every section records the run it comes from in sec["run"]."""
+    res = None
+    for p in paths:
+        r = json.loads(Path(p).read_text())
+        run = {"file": str(Path(p).resolve().relative_to(REPO)), "started": r["started"], "finished": r.get("finished"),
+               "git_rev": r["git_rev"], "jar_sha256": ((r["config"].get("windowagg_jar") or {}).get("sha256") or "")[:12]}
+        for sec in r["sections"].values():
+            sec.setdefault("run", run)
+        if res is None:
+            res = r
+            res["files"] = [run]
+            continue
+        res["files"].append(run)
+        res["sections"].update(r["sections"])
+        for k, v in r.items():
+            if k.endswith("_input"):
+                res[k] = v
+    return res
+
+
+def render(json_paths: list[Path]) -> Path:
+    json_paths = [Path(p) for p in (json_paths if isinstance(json_paths, (list, tuple)) else [json_paths])]
+    json_path = json_paths[0]
+    res = load_results(json_paths)
+    srcs = " ".join(str(Path(p).resolve().relative_to(REPO)) for p in json_paths)
     img = DOCS / "img" / "aligned_batch.png"
     plot(res, img)
     md = DOCS / "benchmarks-aligned.md"
@@ -597,13 +699,20 @@ def render(json_path: Path) -> Path:
     m = res["machine"]
     jar = res["config"].get("windowagg_jar") or {}
     L = [
-        "# Benchmarks: aligned windows (hopping, tumbling, cumulative) and a sliding/session regression",
+        "# Benchmarks: aligned windows (hopping, tumbling, cumulative, calendar) and a sliding/session regression",
         "",
-        f"<!-- Generated by bench/aligned_batch.py --report {Path(json_path).resolve().relative_to(REPO)}; "
+        f"<!-- Generated by bench/aligned_batch.py --report {srcs}; "
         "edit the script or bench/aligned_batch_notes.md, not this file. -->",
         "",
         f"Run {res['started']} (git `{res['git_rev']}`), results in [`{Path(json_path).name}`]({rel(json_path)}).",
         "",
+    ]
+    for run, p in zip(res["files"][1:], json_paths[1:]):
+        secs = [n for n, sec in res["sections"].items() if sec.get("run", {}).get("file") == run["file"]]
+        L += [f"Section{'s' if len(secs) > 1 else ''} {', '.join(f'`{x}`' for x in secs)}: a separate run "
+              f"{run['started']} (git `{run['git_rev']}`, jar sha256 `{run['jar_sha256']}…`, same machine, session "
+              f"settings and method), results in [`{Path(p).name}`]({rel(p)}).", ""]
+    L += [
         "## Machine and method",
         "",
         f"- CPU: {m['cpu_model']}, {m['cpus_visible']} cores visible; memory {m['memory_gib']} GiB; {m['os']}; "
@@ -635,6 +744,12 @@ def render(json_path: Path) -> Path:
     if ci:
         L.append(f"- Cumulative input: {ci['rows']:,} rows, {ci['keys']} keys, each key's {ci['rows_per_key']:,} "
                  f"events spread over {ci['span_s_per_key'] / 86400:g} days (ts {ci['ts_min']} .. {ci['ts_max']}).")
+    ka = res.get("calendar_input")
+    if ka:
+        L.append(f"- Calendar input: {ka['rows']:,} rows, {ka['keys']} keys, each key's {ka['rows_per_key']:,} events "
+                 f"spread evenly over {ka['years']:g} years (~{ka['rows_per_key'] / (ka['years'] * 12):.0f} rows per "
+                 f"key and month; ts {ka['ts_min']} .. {ka['ts_max']}), `ts` TIMESTAMP, session time zone UTC; "
+                 f"the zone cell uses `windows(ts, '{CAL_ZONE_SPEC}')`.")
     si = res.get("sliding_input")
     if si:
         L.append(f"- Sliding regression input: `bench/sliding_batch.py`'s generator, {si['rows']:,} rows, "
@@ -669,7 +784,8 @@ def render(json_path: Path) -> Path:
           "|---|---:|---:|---:|---:|"]
     for s, wa, sp in [("hopping", "windowagg", "spark"), ("hopping", "windowagg_sub", "spark_sub"),
                       ("tumbling", "windowagg", "spark"), ("cumulative", "windowagg", "spark_union24"),
-                      ("cumulative", "windowagg", "spark_hourly_running"), ("sessions", "windowagg", "spark")]:
+                      ("cumulative", "windowagg", "spark_hourly_running"), ("calendar", "windowagg", "spark_date_trunc"),
+                      ("sessions", "windowagg", "spark")]:
         tw1, tc1, _, _ = ratio_text(res, s, wa, sp)
         tw2, tc2, _, _ = ratio_text(res, s, sp, wa)
         if tw1 != "–" or tw2 != "–":
@@ -682,14 +798,17 @@ def render(json_path: Path) -> Path:
           "|---|---|---:|---:|---:|---:|"]
     names = {"check": "windowagg `windows()` vs Spark", "check_tvf": "windowagg `window_agg` table vs Spark",
              "check_hourly_running": "Spark hourly + running SUM (in the windowagg column) vs the union of 24: "
-                                     "not the same window set, it lacks the windows after a period's last event"}
-    for s in ("hopping", "tumbling", "cumulative"):
+                                     "not the same window set, it lacks the windows after a period's last event",
+             "check_zone": "windowagg America/New_York months vs Spark `date_trunc` of the local time, back to UTC"}
+    for s in ("hopping", "tumbling", "cumulative", "calendar"):
         sec = res["sections"].get(s)
-        for k in ("check", "check_tvf", "check_hourly_running"):
+        for k in ("check", "check_tvf", "check_hourly_running", "check_zone"):
             if sec and k in sec:
                 ck = sec[k]
                 what = names[k] + (f" (keys k < {sec['check_keys']}: Spark's side is slow)"
                                    if s == "hopping" and sec.get("check_keys") else "")
+                if s == "calendar" and k == "check":
+                    what = "windowagg UTC months vs Spark `date_trunc('month', ts)` (end = start + 1 month)"
                 L.append(f"| {s} | {what} | {ck['windowagg_rows']:,} | {ck['spark_rows']:,} | "
                          f"{ck['mean_rows_per_window'] or 0:.1f} | **{ck['mismatches']}** |")
     sec = res["sections"].get("sessions")
@@ -703,7 +822,8 @@ def render(json_path: Path) -> Path:
     L += ["", "## Reproduce", "", "```",
           "bench/run-aligned --quick          # smoke run, ~200k rows, a few minutes",
           "nohup bench/run-aligned > /dev/null 2>&1 &   # full run; follow bench/results/aligned_batch-full.log",
-          f".venv/bin/python bench/aligned_batch.py --report {Path(json_path).resolve().relative_to(REPO)}   # this page",
+          "bench/run-aligned --sections calendar --tag=full-calendar --no-docs   # the calendar section's own run",
+          f".venv/bin/python bench/aligned_batch.py --report {srcs}   # this page",
           "```", ""]
     md.write_text("\n".join(L))
     log(f"wrote {md} and {img}")
