@@ -74,13 +74,22 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       open = next
     }
     fresh.toSeq.sortBy(_._1).foreach { case (t, (reach, partial)) => add(t, reach, partial) }
-    behind.sortBy(_._1).foreach { case (t, reach, value) =>
-      if (merging.bridgesAny(open, t, reach)) {
+    // A row behind the watermark may reach an open session only through another such row of this
+    // micro-batch (in either direction, with per-row gaps), so they join until none bridges any more:
+    // which rows are late then does not depend on how rows were split across micro-batches.
+    var waiting = behind.sortBy(_._1).toList
+    var joined = true
+    while (joined && waiting.nonEmpty) {
+      val (bridging, rest) = waiting.partition { case (t, reach, _) => merging.bridgesAny(open, t, reach) }
+      bridging.foreach { case (t, reach, value) =>
         val partial = aggregates.newEmpty()
         aggregates.update(partial, value)
         add(t, reach, partial)
-      } else out += lateRow(keyRow, value, ReasonLate)
+      }
+      joined = bridging.nonEmpty
+      waiting = rest
     }
+    waiting.foreach { case (_, _, value) => out += lateRow(keyRow, value, ReasonLate) }
     if (touched.nonEmpty) {
       save(open)
       open.foreach(s => getHandle.registerTimer(expiryMs(s.reach)))

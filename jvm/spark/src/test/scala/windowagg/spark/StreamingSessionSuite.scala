@@ -129,6 +129,35 @@ class StreamingSessionSuite extends AnyFunSuite with SparkSessionFixture {
     assert(closed.take(2) == Seq((100L, 100L, 1L), (128L, 135L, 3L)))
   }
 
+  test("rows behind the watermark that reach an open session through each other all join it, in one micro-batch") {
+    import spark.implicits._
+    // gap 10 ms, grace 0: a at 105 and b at 110 set the watermark to 110; then a at 97 bridges the
+    // open session [105] and a at 89 reaches it only through 97
+    def sessions(batches: Seq[Seq[(String, Long)]], name: String): (Seq[(Long, Long, Long)], Long) = {
+      val input = MemoryStream[(String, Long)](spark)
+      val stream = input.toDF().toDF("k", "t").select(col("k"), timestamp_millis(col("t")).as("ts"))
+      val query = stream.groupBy(col("k"), window(col("ts"), SessionWindows.withInactivityGap("10 milliseconds").grace("0 seconds"),
+          Map("lateRows" -> "emit")))
+        .agg(count(lit(1)).as("n"))
+        .writeStream.format("memory").queryName(name).outputMode("append").start()
+      try {
+        (batches :+ Seq(("a", 10000L)) :+ Seq(("a", 20000L))).foreach { rows =>
+          input.addData(rows)
+          query.processAllAvailable()
+        }
+      } finally query.stop()
+      val out = spark.table(name)
+      val windows = out.where(col("late_reason").isNull && col("k") === "a")
+        .select((unix_micros(col("window.start")) / 1000).cast("long"), (unix_micros(col("window.end")) / 1000).cast("long"), col("n"))
+        .collect().map(r => (r.getLong(0), r.getLong(1), r.getLong(2))).toSeq.sorted
+      (windows.filter(_._1 < 10000L), out.where(col("late_reason").isNotNull).count())
+    }
+    val together = sessions(Seq(Seq(("a", 105L), ("b", 110L)), Seq(("a", 97L), ("a", 89L))), "behind_together")
+    val apart = sessions(Seq(Seq(("a", 105L), ("b", 110L)), Seq(("a", 97L)), Seq(("a", 89L))), "behind_apart")
+    assert(together == ((Seq((89L, 105L, 3L)), 0L)))
+    assert(apart == together)
+  }
+
   test("a record that would join a closed session is late") {
     import spark.implicits._
     val input = MemoryStream[(String, Timestamp, Long)](spark)
