@@ -47,6 +47,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     // Sessions already final are closed before these rows: rows may only change open sessions.
     var open = closeFinal(keyRow, load(), watermark, out)
     val before = open.map(s => (s.first, s.last)).toSet
+    // every open session already has a timer at its reach: only new reaches need one (Spark warns of
+    // each timer registered twice)
+    val timed = open.map(s => expiryMs(s.reach)).toSet
     val closed = if (closedReach.exists()) Some(closedReach.get()) else None
 
     val fresh = mutable.HashMap.empty[Long, (Long, InternalRow)] // time -> (reach, partial)
@@ -92,7 +95,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     waiting.foreach { case (_, _, value) => out += lateRow(keyRow, value, ReasonLate) }
     if (touched.nonEmpty) {
       save(open)
-      open.foreach(s => getHandle.registerTimer(expiryMs(s.reach)))
+      open.map(s => expiryMs(s.reach)).distinct.filterNot(timed.contains).foreach(getHandle.registerTimer)
       if (spec.emitUpdates) {
         val after = open.map(s => (s.first, s.last)).toSet
         before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out += retractionRow(keyRow, first, last) }
