@@ -132,8 +132,8 @@ object CalendarWindows extends WindowSpec.Reader {
     spec.grace.fold(windows)(g => windows.grace(g.spec))
   }
 
-  private final case class Slice(from: Long, until: Long)
-  private val NoSlice = Slice(0L, 0L)
+  private final case class Slice(from: Long, until: Long, closes: Long)
+  private val NoSlice = Slice(0L, 0L, 0L)
 
   /** Windows of `size` units starting every `advance` units, in `timeline`'s zone; slices of gcd(size, advance) units. */
   final case class Resolved(unit: CalendarUnit, size: Int, advance: Int, firstDay: DayOfWeek, timeline: Timeline, graceTicks: Option[Long])
@@ -146,20 +146,24 @@ object CalendarWindows extends WindowSpec.Reader {
     override val maxSpan: Long =
       timeline.unit.convert(Duration.ofDays(size.toLong * math.max(unit.days, unit.months * 31) + 2))
 
-    // Rows come in time order, so most fall in the slice of the row before: keep it (an immutable
-    // value swapped whole, so sharing the kind between threads stays safe).
+    // Rows come in time order, so most fall in the slice of the row before: keep it, with the last
+    // tick of its windows (an immutable value swapped whole, so sharing the kind between threads stays safe).
     @volatile private var lastSlice: CalendarWindows.Slice = CalendarWindows.NoSlice
 
-    override def sliceStart(time: Long): Long = {
+    private def sliceOf(time: Long): CalendarWindows.Slice = {
       val known = lastSlice
-      if (known.from <= time && time < known.until) known.from
+      if (known.from <= time && time < known.until) known
       else {
         val first = alignedDown(unitIndex(time), sliceUnits)
-        val slice = CalendarWindows.Slice(boundary(first), boundary(first + sliceUnits))
+        // all times of a slice share their windows, so the latest of them ends the same for all
+        val slice = CalendarWindows.Slice(boundary(first), boundary(first + sliceUnits),
+          boundary(alignedDown(first, advance) + size) - 1)
         lastSlice = slice
-        slice.from
+        slice
       }
     }
+
+    override def sliceStart(time: Long): Long = sliceOf(time).from
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val u = unitIndex(time)
@@ -170,7 +174,7 @@ object CalendarWindows extends WindowSpec.Reader {
       }
     }
 
-    override def closesAt(time: Long): Long = boundary(alignedDown(unitIndex(time), advance) + size) - 1
+    override def closesAt(time: Long): Long = sliceOf(time).closes
 
     /** The unit holding `time`: its local date's, moved so that boundary(u) ≤ time < boundary(u + 1) always holds. */
     private def unitIndex(time: Long): Long = {

@@ -133,6 +133,13 @@ object CustomWindows extends WindowSpec.Reader {
       extends EnumeratedWindows {
     override def maxSpan: Long = maxSize - 1
 
+    /** A user kind may leave times out (list no window for them). */
+    override def holds(time: Long): Boolean = {
+      var any = false
+      foreachWindow(time)((_, _) => any = true)
+      any
+    }
+
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val windows =
         try definition.windowsFor(time, timeline)

@@ -103,10 +103,4 @@ trait EnumeratedWindows extends ResolvedWindows {
     foreachWindow(time)((_, end) => latest = math.max(latest, end - 1))
     latest
   }
-
-  override def holds(time: Long): Boolean = {
-    var any = false
-    foreachWindow(time)((_, _) => any = true)
-    any
-  }
 }

@@ -103,10 +103,7 @@ object WindowSpec {
 
   private[windowagg] def grace(afterWindowEnd: String): TimeSpan = checkedGrace(TimeSpan.parse(afterWindowEnd))
   private[windowagg] def grace(afterWindowEnd: Duration): TimeSpan = checkedGrace(TimeSpan.of(afterWindowEnd, "the grace period"))
-  private def checkedGrace(g: TimeSpan): TimeSpan = {
-    if (TimeSpan.isNegative(g)) throw WindowError(s"the grace period must not be negative, got $g")
-    g
-  }
+  private def checkedGrace(g: TimeSpan): TimeSpan = TimeSpan.nonNegative(g, "the grace period")
 
   private[windowagg] def graceSpec(grace: Option[TimeSpan]): String = grace.map(g => s" grace ${g.spec}").getOrElse("")
 }

@@ -8,8 +8,9 @@ import windowagg.ResolvedWindows
 
 /**
  * Windowed aggregation of `child`: per key, every window of `windows` (any kind: sliding, session,
- * tumbling, hopping, cumulative, user-defined) over `time`, with the aggregate functions computed over the rows of each
- * window. Output: the keys, `windowStart`, `windowEnd`, then one column per aggregate function.
+ * tumbling, hopping, cumulative, calendar, unlimited, user-defined) over `time`, with the aggregate
+ * functions computed over the rows of each window. Output: the keys, `windowStart`, `windowEnd`,
+ * then one column per aggregate function.
  * `gap` is the per-row length column the definition reads (sessions with a dynamic gap).
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
