@@ -1,6 +1,6 @@
 package windowagg
 
-import windowagg.core.{PartialAggregation, Reaching, SlicingCursor, WindowCursor}
+import windowagg.core.{PartialAggregation, Reaching, RowWindowCursor, SlicingCursor, Timed, WindowCursor}
 import windowagg.core.Ticks.saturatingAdd
 
 /**
@@ -103,4 +103,31 @@ trait EnumeratedWindows extends ResolvedWindows {
     foreachWindow(time)((_, end) => latest = math.max(latest, end - 1))
     latest
   }
+}
+
+/**
+ * Kinds whose windows are cut at rows rather than at times (Storm's count windows, and windows
+ * evaluated at every row or every n rows): the engine hands the cursor one partial per row, the
+ * key's rows in order of (time, tie-break), and a window holds whole rows. A row's place among
+ * the key's rows is fixed once the watermark passes its time, so in streaming a row behind the
+ * watermark is late, and windows come out final only.
+ */
+trait RowWindows extends ResolvedWindows {
+  override final def endInclusive: Boolean = true
+
+  /** A row behind the watermark is late: its place among the counted rows is settled. */
+  override def closesAt(time: Long): Long = time
+
+  /** The most rows behind the watermark that a window not yet final can hold (Long.MaxValue: no bound by count). */
+  def rowsNeeded: Long
+
+  /**
+   * The windows of one key's rows, in order, the first at `firstPosition` among the key's rows
+   * (streaming resumes from the rows it kept); see [[RowWindowCursor]] for `until` and `leftOut`.
+   */
+  def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long])(
+      leftOut: Long => Unit): RowWindowCursor[P]
+
+  override def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P] =
+    rowCursor(0L, partials.map(p => Timed(p.time, p.partial)), agg, until = None)(_ => ())
 }

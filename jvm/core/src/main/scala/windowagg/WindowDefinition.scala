@@ -19,6 +19,12 @@ trait WindowDefinition extends Serializable {
    */
   def rowLengthColumn: Option[String] = None
 
+  /**
+   * A column that orders rows sharing a time, for kinds whose windows cut between rows (count
+   * windows). Rows still tied after it are ordered by the values the aggregates read.
+   */
+  def tieBreakColumn: Option[String] = None
+
   /** The definition in the `window_agg` spec grammar (see [[WindowSpec]]); it parses back to an equal definition. */
   def spec: String
 }

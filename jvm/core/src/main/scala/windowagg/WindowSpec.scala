@@ -16,6 +16,8 @@ import windowagg.core.{TimeSpan, WindowError}
  *   cumulative 1 hour up to 1 day
  *   calendar 1 month in 'America/New_York'
  *   unlimited starting 2024-01-01T00:00:00Z
+ *   count 30 rows every 10 rows lag 5 seconds tie break seq
+ *   duration 20 seconds every 10 seconds lag 5 seconds
  *   custom com.example.FiscalQuarters(firstMonth=2) grace 1 day
  * }}}
  * A length is a duration ("1 hour 30 minutes") or a bare integer counting ticks of an integral time
@@ -35,7 +37,8 @@ object WindowSpec {
   }
 
   /** Every built-in kind, once. */
-  val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, UnlimitedWindows, CustomWindows)
+  val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, UnlimitedWindows, CountWindows,
+    DurationWindows, CustomWindows)
 
   /** All kinds' grammar, one per line. */
   def grammar: String = readers.map(_.usage).mkString("\n")

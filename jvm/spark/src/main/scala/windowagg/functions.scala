@@ -65,8 +65,9 @@ object functions {
   private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions): Column = {
     if (definition == null) throw new IllegalArgumentException("the window definition must not be null")
     val rowLength = definition.rowLengthColumn.map(name => SparkInternals.expression(col(name)))
+    val tieBreak = definition.tieBreakColumn.map(name => SparkInternals.expression(col(name)))
     SparkInternals.column(
-      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, rowLength),
+      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, rowLength, tieBreak),
       WindowGroupingExpression.ColumnName)
   }
 }

@@ -68,9 +68,10 @@ object SqlFunctions {
     grouping(args.head, slidingWindows(args(1), "sliding_window"), options(args.lift(2)))
   }
 
-  /** The grouping key over `time`, reading the definition's per-row length column by name where it has one. */
+  /** The grouping key over `time`, reading the definition's per-row length and tie-break columns by name where it has them. */
   private def grouping(time: Expression, definition: WindowDefinition, options: WindowOptions): WindowGroupingExpression =
-    WindowGroupingExpression(time, definition, options, definition.rowLengthColumn.map(UnresolvedAttribute.quotedString))
+    WindowGroupingExpression(time, definition, options, definition.rowLengthColumn.map(UnresolvedAttribute.quotedString),
+      definition.tieBreakColumn.map(UnresolvedAttribute.quotedString))
 
   private def definitionOfSpec(spec: Expression, function: String): WindowDefinition =
     attempt(function)(WindowSpec.parse(string(spec, s"the window spec of $function")))

@@ -9,7 +9,7 @@ import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types.{Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{MergingWindows, WindowDefinition}
+import windowagg.{MergingWindows, RowWindows, WindowDefinition}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
@@ -36,6 +36,11 @@ object StreamingWindowPlanner {
       throw WindowAggException(
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
+    }
+    if (node.windows.isInstanceOf[RowWindows] && options.emitUpdates) {
+      throw WindowAggException(
+        s"$definition cuts windows at rows, whose order is settled only once the watermark passes them: " +
+          "its windows come out final only; use emit 'final' (and the append output mode)")
     }
     if (!node.windows.everFinal && !options.emitUpdates) {
       throw WindowAggException(
@@ -68,10 +73,13 @@ object StreamingWindowPlanner {
     val rebind: Expression => Expression = _.transform {
       case a: Attribute if a.exprId == time.exprId => eventTime
     }
+    // transformWithState needs a grouping key: without keys, every row shares one constant key
+    val allRows = Alias(Literal(0), "_windowagg_all")()
+    val groupKeys: Seq[NamedExpression] = if (node.keys.nonEmpty) node.keys else Seq(allRows)
     val spec = StreamingWindowSpec(
       windows = node.windows,
       ticksPerMilli = 1000L,
-      keySchema = DataTypeUtils.fromAttributes(node.keys),
+      keySchema = DataTypeUtils.fromAttributes(groupKeys.map(_.toAttribute)),
       valueAttributes = valueAttributes,
       timeOrdinal = valueAttributes.indexWhere(_.exprId == eventTime.exprId),
       timeColumn = node.timeColumn,
@@ -79,16 +87,18 @@ object StreamingWindowPlanner {
       filters = node.filters.map(rebind),
       emitUpdates = options.emitUpdates,
       gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
-      gapType = node.gap.map(_.dataType))
+      gapType = node.gap.map(_.dataType),
+      tieOrder = tieOrder(node, valueAttributes, rebind))
 
     // the processors get each row's values packed in binary form, beside the keys they group by
-    val packed = Project(node.keys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),
+    val packed = Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),
       Project(values, marked))
-    val grouped = SparkInternals.dataFrame(session, packed).groupBy(node.keys.map(SparkInternals.column): _*)
+    val grouped = SparkInternals.dataFrame(session, packed).groupBy(groupKeys.map(k => SparkInternals.column(k.toAttribute)): _*)
       .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.packedSchema))
     val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()
     val processor = node.windows match {
       case _: MergingWindows => new SessionWindowProcessor(spec)
+      case rows: RowWindows => new RowWindowProcessor(spec, rows)
       case _ => new WindowProcessor(spec)
     }
     val processed = grouped.transformWithState(processor, TimeMode.EventTime(), outputMode)(
@@ -104,7 +114,7 @@ object StreamingWindowPlanner {
 
     val plan = kept.queryExecution.analyzed
     val out = plan.output
-    val named = node.output.zip(spec.resultOrdinals).map { case (target, ordinal) =>
+    val named = node.output.zip(spec.resultOrdinals.drop(groupKeys.length - node.keys.length)).map { case (target, ordinal) =>
       Alias(out(ordinal), target.name)(exprId = target.exprId)
     }
     val late = if (options.emitLateRows) Seq(out(spec.lateReasonOrdinal), out(spec.lateRowOrdinal)) else Nil
@@ -116,6 +126,15 @@ object StreamingWindowPlanner {
     }
     Project(named ++ late ++ retraction, plan)
   }
+
+  /** Kinds cut at rows order rows sharing a time as batch does: tie-break column, then the aggregates' inputs in binary form. */
+  private def tieOrder(node: WindowAggregate, values: Seq[Attribute], rebind: Expression => Expression): Seq[Expression] =
+    node.windows match {
+      case _: RowWindows =>
+        val inputs = AttributeSet((node.functions ++ node.filters).map(rebind).flatMap(_.references))
+        node.tieBreak.map(rebind).toSeq :+ PackedRow(values.filter(inputs.contains))
+      case _ => Nil
+    }
 
   private def unmarked(metadata: Metadata): Metadata =
     new MetadataBuilder().withMetadata(metadata).remove(EventTimeWatermark.delayKey)

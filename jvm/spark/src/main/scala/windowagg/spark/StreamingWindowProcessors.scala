@@ -28,7 +28,8 @@ final case class StreamingWindowSpec(
     filters: Seq[Expression],
     emitUpdates: Boolean,
     gapOrdinal: Option[Int] = None,
-    gapType: Option[DataType] = None) {
+    gapType: Option[DataType] = None,
+    tieOrder: Seq[Expression] = Nil) {
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
@@ -116,6 +117,22 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   protected def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1
 
+  /** A tick no later than the end a timer at `ms` was set for (timers keep milliseconds). */
+  protected def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
+
+  /** Keeps the key's one timer (kept in `timer`) at the expiry of `nextEnd`, or none. */
+  protected def scheduleTimer(timer: ValueState[Long], nextEnd: Option[Long]): Unit = {
+    val wanted = nextEnd.map(expiryMs)
+    val current = if (timer.exists()) Some(timer.get()) else None
+    if (wanted != current) {
+      current.foreach(getHandle.deleteTimer)
+      wanted match {
+        case Some(ms) => getHandle.registerTimer(ms); timer.update(ms)
+        case None => timer.clear()
+      }
+    }
+  }
+
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row =
     emitted(WindowKind, keyRow, start, end, Some(buffer), None)
 
@@ -124,6 +141,10 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
 
   protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row =
     emitted(LateKind, keyRow, 0L, 0L, None, Some((reason, value)))
+
+  /** A row in no window whose values are no longer kept (kinds cut at rows keep partials): reason only. */
+  protected def unwindowedRow(keyRow: InternalRow): Row =
+    emitted(LateKind, keyRow, 0L, 0L, None, Some((ReasonNoWindow, null)))
 
   private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: Option[InternalRow],
       late: Option[(String, InternalRow)]): Row = {
@@ -147,7 +168,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     late match {
       case Some((reason, lateValue)) =>
         row.update(spec.lateReasonOrdinal, UTF8String.fromString(reason))
-        row.update(spec.lateRowOrdinal, lateValue.copy())
+        row.update(spec.lateRowOrdinal, if (lateValue == null) null else lateValue.copy())
       case None =>
         row.setNullAt(spec.lateReasonOrdinal)
         row.setNullAt(spec.lateRowOrdinal)
@@ -266,17 +287,5 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
     stored.iterator.filter(_._1 >= from).toArray.sortBy(_._1).iterator
       .map { case (t, bytes) => Reaching(t, t, aggregates.fromBytes(bytes)) }
 
-  private def scheduleTimer(nextEnd: Option[Long]): Unit = {
-    val wanted = nextEnd.map(expiryMs)
-    val current = if (timer.exists()) Some(timer.get()) else None
-    if (wanted != current) {
-      current.foreach(getHandle.deleteTimer)
-      wanted match {
-        case Some(ms) => getHandle.registerTimer(ms); timer.update(ms)
-        case None => timer.clear()
-      }
-    }
-  }
-
-  private def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
+  private def scheduleTimer(nextEnd: Option[Long]): Unit = scheduleTimer(timer, nextEnd)
 }

@@ -11,7 +11,8 @@ import windowagg.ResolvedWindows
  * tumbling, hopping, cumulative, calendar, unlimited, user-defined) over `time`, with the aggregate
  * functions computed over the rows of each window. Output: the keys, `windowStart`, `windowEnd`,
  * then one column per aggregate function.
- * `gap` is the per-row length column the definition reads (sessions with a dynamic gap).
+ * `gap` is the per-row length column the definition reads (sessions with a dynamic gap);
+ * `tieBreak` orders rows that share a time (count windows).
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
  * Aggregate), each with its FILTER predicate (`true` when it has none; a plain expression, so that
@@ -21,6 +22,7 @@ case class WindowAggregate(
     keys: Seq[Attribute],
     time: Attribute,
     gap: Option[Attribute],
+    tieBreak: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     aggregateFunctions: Seq[Expression],

@@ -10,19 +10,22 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
 
-import windowagg.ResolvedWindows
-import windowagg.core.{Reaching, WindowCursor}
+import windowagg.{ResolvedWindows, RowWindows}
+import windowagg.core.{Reaching, Timed, WindowCursor}
 
 /**
  * Physical windowed aggregation for any kind of window: the child is clustered by the keys and
  * sorted by (keys, time), so each partition is streamed once; per key, the kind's cursor produces
- * every window from partial aggregates, one per partial time (a distinct time, or a slice).
- * Memory per task is bounded by the partials of one window, not by the rows of a key.
+ * every window from partial aggregates, one per partial time (a distinct time, or a slice), or
+ * one per row for kinds cut at rows, whose rows are also sorted by the tie-break column and then
+ * by the values the aggregates read, so that the rows a window cuts through never depend on
+ * arrival order. Memory per task is bounded by the partials of one window, not by the rows of a key.
  */
 case class WindowAggregateExec(
     keys: Seq[Attribute],
     time: Attribute,
     gap: Option[Attribute],
+    tieBreak: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     functions: Seq[AggregateFunction],
@@ -43,8 +46,19 @@ case class WindowAggregateExec(
   override def requiredChildDistribution: Seq[Distribution] =
     if (keys.isEmpty) AllTuples :: Nil else ClusteredDistribution(keys) :: Nil
 
+  private def rowWindows: Option[RowWindows] = windows match {
+    case r: RowWindows => Some(r)
+    case _ => None
+  }
+
+  /** Rows sharing a time: by the tie-break column, then (kinds cut at rows) by the aggregates' inputs in binary form. */
+  private def tieOrder: Seq[Expression] = {
+    val inputs = AttributeSet((functions ++ filters).flatMap(_.references))
+    tieBreak.toSeq ++ rowWindows.map(_ => PackedRow(child.output.filter(inputs.contains))).toSeq
+  }
+
   override def requiredChildOrdering: Seq[Seq[SortOrder]] =
-    Seq(keys.map(SortOrder(_, Ascending)) :+ SortOrder(time, Ascending))
+    Seq((keys ++ (time +: tieOrder)).map(SortOrder(_, Ascending)))
 
   override lazy val metrics: Map[String, SQLMetric] = Map( // names: WindowAggregateExec.metricNames
     "inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows"),
@@ -62,6 +76,7 @@ case class WindowAggregateExec(
     val gapOrdinal = gap.map(g => childOutput.indexWhere(_.exprId == g.exprId))
     val gapType = gap.map(_.dataType)
     val (keys_, functions_, filters_, timeColumn_, windows_, output_) = (keys, functions, filters, timeColumn, windows, output)
+    val rowWindows_ = rowWindows
     assert(timeOrdinal >= 0 && gapOrdinal.forall(_ >= 0))
 
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
@@ -69,7 +84,7 @@ case class WindowAggregateExec(
       val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
       val reach = WindowAggregateExec.reachOf(windows_, gapOrdinal, gapType)
       val groups = new TimeGroups(rows, keyProjection, timeOrdinal, timeColumn_.reader(timeOrdinal), windows_, reach,
-        aggregates, counters)
+        aggregates, counters, perRow = rowWindows_.isDefined)
       val outputProjection = UnsafeProjection.create(output_.map(_.dataType).toArray)
       val outputRow = new SpecificInternalRow(output_.map(_.dataType))
       val keyTypes = keys_.map(_.dataType).toArray
@@ -84,7 +99,12 @@ case class WindowAggregateExec(
           while (!ready) {
             if (cursor != null && cursor.advance()) ready = true
             else if (groups.startNextKey()) {
-              cursor = windows_.cursor(groups.partialsOfKey, aggregates)
+              cursor = rowWindows_ match {
+                case Some(kind) =>
+                  kind.rowCursor(0L, groups.partialsOfKey.map(p => Timed(p.time, p.partial)), aggregates, until = None)(
+                    _ => groups.countUnwindowed())
+                case None => windows_.cursor(groups.partialsOfKey, aggregates)
+              }
               var i = 0
               while (i < keyTypes.length) {
                 outputRow.update(i, groups.key.get(i, keyTypes(i)))
@@ -162,9 +182,9 @@ private final case class RowCounters(input: SQLMetric, nullTime: SQLMetric, inva
 
 /**
  * Turns a partition's rows, sorted by (key, time), into per-key runs of partial aggregates, one
- * per partial time of the kind (a distinct time, or a slice), with their reach. Each row is folded into its partial as soon as it is read, so no
- * row is copied or held; rows with a null time, or a null or non-positive session gap, are
- * counted and skipped.
+ * per partial time of the kind (a distinct time, or a slice), or one per row when `perRow`, with
+ * their reach. Each row is folded into its partial as soon as it is read, so no row is copied or
+ * held; rows with a null time, or a null or non-positive session gap, are counted and skipped.
  */
 private final class TimeGroups(
     rows: Iterator[InternalRow],
@@ -174,7 +194,8 @@ private final class TimeGroups(
     windows: ResolvedWindows,
     reachOf: WindowAggregateExec.RowReach,
     aggregates: SparkAggregates,
-    counters: RowCounters) extends Logging {
+    counters: RowCounters,
+    perRow: Boolean) extends Logging {
 
   // The partial being built, and the one completed before it (read ahead by one group).
   private var buildingKey: UnsafeRow = _
@@ -216,6 +237,12 @@ private final class TimeGroups(
     }
   }
 
+  /** Counts a row the kind's windows left out (kinds cut at rows know only after reading on). */
+  def countUnwindowed(): Unit = {
+    counters.unwindowed += 1
+    skippedUnwindowed += 1
+  }
+
   def finish(): Unit = {
     if (skippedNullTime > 0) {
       logWarning(s"windowagg: $skippedNullTime row(s) with a null time were not windowed (metric nullTimeRows)")
@@ -250,10 +277,7 @@ private final class TimeGroups(
           } else {
             val partialTime = windows.partialTime(t)
             if (holds(partialTime)) add(row, partialTime, reach)
-            else {
-              counters.unwindowed += 1
-              skippedUnwindowed += 1
-            }
+            else countUnwindowed()
           }
         }
       }
@@ -272,7 +296,7 @@ private final class TimeGroups(
 
   private def add(row: InternalRow, t: Long, reach: Long): Unit = {
     val key = keyProjection(row)
-    if (buildingBuffer != null && t == buildingTime && key == buildingKey) {
+    if (buildingBuffer != null && !perRow && t == buildingTime && key == buildingKey) {
       aggregates.update(buildingBuffer, row)
       buildingReach = math.max(buildingReach, reach)
     } else {

@@ -106,9 +106,10 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     }
     val (timeAttribute, timeAlias) = pulledOut(window.timeColumn, "_window_time")
     val gap = window.gap.map(pulledOut(_, "_window_gap"))
+    val tieBreak = window.tieBreak.map(pulledOut(_, "_window_tie_break"))
     val input =
-      if (pulledKeys.isEmpty && timeAlias.isEmpty && gap.forall(_._2.isEmpty)) child
-      else Project(child.output ++ pulledKeys ++ timeAlias ++ gap.flatMap(_._2), child)
+      if (pulledKeys.isEmpty && timeAlias.isEmpty && gap.forall(_._2.isEmpty) && tieBreak.forall(_._2.isEmpty)) child
+      else Project(child.output ++ pulledKeys ++ timeAlias ++ gap.flatMap(_._2) ++ tieBreak.flatMap(_._2), child)
 
     val aggregates = a.aggregateExpressions.flatMap(_.collect { case ae: AggregateExpression => ae })
       .foldLeft(Seq.empty[AggregateExpression]) { (seen, ae) =>
@@ -124,7 +125,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
     val node = WindowAggregate(
-      keyAttributes, timeAttribute, gap.map(_._1), timeColumn, windows,
+      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), timeColumn, windows,
       aggregates.map(_.aggregateFunction), aggregates.map(_.filter.getOrElse(Literal.TrueLiteral)),
       windowStart, windowEnd, aggregateOutput, input)
 

@@ -16,19 +16,22 @@ import windowagg.core.WindowError
  * belongs to, for any kind of window. It has no per-row value (a window depends on the other
  * rows), so it is never evaluated: the analyzer rules turn the aggregation that groups by it into a [[WindowAggregate]].
  * Its type is the `window` column's: struct<start, end>. `gap` is the per-row length column the
- * definition reads (sessions with a dynamic gap).
+ * definition reads (sessions with a dynamic gap), `tieBreak` the column ordering rows that share a
+ * time (count windows).
  */
 case class WindowGroupingExpression(
     timeColumn: Expression,
     definition: WindowDefinition,
     options: WindowOptions,
-    gap: Option[Expression] = None)
+    gap: Option[Expression] = None,
+    tieBreak: Option[Expression] = None)
   extends Expression with Unevaluable with NonSQLExpression {
 
-  override def children: Seq[Expression] = timeColumn +: gap.toSeq
+  override def children: Seq[Expression] = timeColumn +: (gap.toSeq ++ tieBreak.toSeq)
   override def nullable: Boolean = false
   override def prettyName: String = "window"
-  override def toString: String = s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")})"
+  override def toString: String =
+    s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")}${tieBreak.map(t => s", tieBreak=$t").getOrElse("")})"
 
   /** Checks the time column and the definition, resolved against the column; errors name the problem. */
   def validated: (TimeColumn, ResolvedWindows) = {
@@ -48,6 +51,11 @@ case class WindowGroupingExpression(
             (if (time.isTimestamp) "a day-time INTERVAL" else "an integral number of ticks"))
       }
     }
+    tieBreak.foreach { t =>
+      if (!RowOrdering.isOrderable(t.dataType)) {
+        throw WindowAggException(s"the tie-break column '${t.sql}' has type ${t.dataType.sql}, which cannot be ordered")
+      }
+    }
     (time, windows)
   }
 
@@ -60,7 +68,10 @@ case class WindowGroupingExpression(
   }
 
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): WindowGroupingExpression =
-    copy(timeColumn = newChildren.head, gap = newChildren.drop(1).headOption)
+    copy(
+      timeColumn = newChildren.head,
+      gap = if (gap.isDefined) Some(newChildren(1)) else None,
+      tieBreak = if (tieBreak.isDefined) Some(newChildren.last) else None)
 }
 
 object WindowGroupingExpression {

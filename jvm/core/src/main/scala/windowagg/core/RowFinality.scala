@@ -1,0 +1,51 @@
+package windowagg.core
+
+import windowagg.RowWindows
+
+/**
+ * Streaming rules for kinds cut at rows ([[RowWindows]]), against a watermark in ticks. A key keeps
+ * its settled rows (behind the watermark, so their order is fixed), numbered from the position of
+ * the first one kept, as many as a window not yet final can hold; rows ahead of the watermark wait
+ * aside, since rows sharing their time may still come. As the watermark passes, settled rows join
+ * the kept ones and the kind's cursor runs over them as in batch, evaluating only final windows.
+ */
+final class RowFinality(kind: RowWindows) {
+
+  /** A row behind the watermark is late: its place among the key's rows is settled. */
+  def isLate(time: Long, watermark: Long): Boolean = kind.closesAt(time) < watermark
+
+  /**
+   * Hands `emit(start, end, aggregate)` every window whose end lies in [from, until), from the
+   * settled rows `rows` (at positions firstPosition, firstPosition + 1, …, all before `until`;
+   * their buffers are handed over), and `leftOut(position)` every row from `accountedBefore` on
+   * that is in no window and never will be. Returns how many rows to drop from the front (no
+   * window still to come needs them), where the next call's `accountedBefore` is, and the end
+   * of a window the kept rows already make that is not final yet (a slide in time), if any.
+   */
+  def settle[P](rows: IndexedSeq[Timed[P]], firstPosition: Long, accountedBefore: Long, from: Long, until: Long,
+      agg: PartialAggregation[P])(emit: (Long, Long, P) => Unit)(leftOut: Long => Unit): RowFinality.Settled = {
+    var accounted = accountedBefore
+    val cursor = kind.rowCursor(firstPosition, rows.iterator, agg, Some(until)) { position =>
+      if (position >= accounted) {
+        leftOut(position)
+        accounted = position + 1
+      }
+    }
+    while (cursor.advance()) if (cursor.end >= from) emit(cursor.start, cursor.end, cursor.aggregate)
+    val oldest = kind.oldestNeeded(until)
+    var drop = 0
+    while (drop < rows.length && (rows(drop).time < oldest || rows.length - drop > kind.rowsNeeded)) drop += 1
+    // rows dropped before any window held them (nor will one) are in none
+    val dropUntil = firstPosition + drop
+    var position = math.max(accounted, cursor.coveredUntil)
+    while (position < dropUntil) {
+      leftOut(position)
+      position += 1
+    }
+    RowFinality.Settled(drop, math.max(accounted, dropUntil), cursor.waitingFor)
+  }
+}
+
+object RowFinality {
+  final case class Settled(drop: Int, accountedBefore: Long, nextEnd: Option[Long])
+}
