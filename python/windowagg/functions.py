@@ -28,6 +28,7 @@ def window(
     time_unit: Optional[str] = None,
     emit: Optional[str] = None,
     late_rows: Optional[str] = None,
+    time: Optional[str] = None,
 ) -> "Column":
     """A grouping column that assigns each row to the windows of ``definition``.
 
@@ -73,6 +74,12 @@ def window(
         gap) or ``"no window"`` (a time the definition leaves out) and whose ``late_row`` struct holds all
         the input's columns (the keys are set; the window's start and end and the aggregates are
         null). With ``"emit"``, the output has the extra columns ``late_reason`` and ``late_row``.
+    :param time: ``"event"`` (the default): windows by the time column's values, closed by the
+        watermark. ``"processing"``, streaming only: Storm's default, each row's time is when its
+        micro-batch is processed; pass ``F.current_timestamp()`` as the time column, no watermark
+        is needed, and windows close on Spark's processing-time clock (give the query a
+        processing-time trigger, e.g. ``trigger(processingTime="1 second")``: such a query runs
+        a micro-batch on every trigger, with or without new rows).
     :returns: a :class:`pyspark.sql.Column`.
     :raises TypeError: for arguments of the wrong type. Unknown ``emit`` or ``late_rows`` values
         raise the JVM's AnalysisException, which names the option.
@@ -83,6 +90,7 @@ def window(
         ("time_unit", time_unit, "'seconds'"),
         ("emit", emit, "'final' or 'updates'"),
         ("late_rows", late_rows, "'count' or 'emit'"),
+        ("time", time, "'event' or 'processing'"),
     ):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a str such as {example}, not {type(value).__name__}")
@@ -91,14 +99,14 @@ def window(
     jcol = _java_column(time_col)
     functions = _jvm.jvm_class(jvm, _FUNCTIONS)
     try:
-        if emit is None and late_rows is None:
+        if emit is None and late_rows is None and time is None:
             if time_unit is None:
                 jc = functions.window(jcol, jdef)
             else:
                 jc = functions.window(jcol, jdef, time_unit)
         else:
             # py4j converts the dict to a java.util.Map, which picks the options overload.
-            options = {"timeUnit": time_unit, "emit": emit, "lateRows": late_rows}
+            options = {"timeUnit": time_unit, "emit": emit, "lateRows": late_rows, "time": time}
             jc = functions.window(jcol, jdef, {k: v for k, v in options.items() if v is not None})
     except Exception as error:
         if _jvm.is_illegal_argument(error):

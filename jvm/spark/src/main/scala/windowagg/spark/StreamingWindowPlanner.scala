@@ -50,7 +50,7 @@ object StreamingWindowPlanner {
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
     var input = SparkInternals.dataFrame(session, node.child)
-    if (!inputTime.metadata.contains(EventTimeWatermark.delayKey)) {
+    if (!options.processingTime && !inputTime.metadata.contains(EventTimeWatermark.delayKey)) {
       grace match {
         case Some(grace) => input = input.withWatermark(time.name, s"$grace microseconds")
         case None =>
@@ -88,7 +88,8 @@ object StreamingWindowPlanner {
       emitUpdates = options.emitUpdates,
       gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
       gapType = node.gap.map(_.dataType),
-      tieOrder = tieOrder(node, valueAttributes, rebind))
+      tieOrder = tieOrder(node, valueAttributes, rebind),
+      processingTime = options.processingTime)
 
     // the processors get each row's values packed in binary form, beside the keys they group by
     val packed = Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),
@@ -101,7 +102,8 @@ object StreamingWindowPlanner {
       case rows: RowWindows => new RowWindowProcessor(spec, rows)
       case _ => new WindowProcessor(spec)
     }
-    val processed = grouped.transformWithState(processor, TimeMode.EventTime(), outputMode)(
+    val timeMode = if (options.processingTime) TimeMode.ProcessingTime() else TimeMode.EventTime()
+    val processed = grouped.transformWithState(processor, timeMode, outputMode)(
       Encoders.row(spec.outputSchema))
     val kind = col(StreamingWindowSpec.Kind)
     val reason = col(StreamingWindowSpec.LateReason)

@@ -29,7 +29,8 @@ final case class StreamingWindowSpec(
     emitUpdates: Boolean,
     gapOrdinal: Option[Int] = None,
     gapType: Option[DataType] = None,
-    tieOrder: Seq[Expression] = Nil) {
+    tieOrder: Seq[Expression] = Nil,
+    processingTime: Boolean = false) {
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
@@ -111,8 +112,10 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     value
   }
 
-  protected def watermarkTicks(timerValues: TimerValues): Long =
-    Math.multiplyExact(timerValues.getCurrentWatermarkInMs(), spec.ticksPerMilli)
+  /** The watermark, or in processing time the micro-batch's time (the time its rows carry), in ticks. */
+  protected def watermarkTicks(timerValues: TimerValues): Long = Math.multiplyExact(
+    if (spec.processingTime) timerValues.getCurrentProcessingTimeInMs() else timerValues.getCurrentWatermarkInMs(),
+    spec.ticksPerMilli)
 
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   protected def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1

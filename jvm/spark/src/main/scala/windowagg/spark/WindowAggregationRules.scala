@@ -82,6 +82,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val window = windowAlias.child.asInstanceOf[WindowGroupingExpression]
     val windowColumn = windowAlias.toAttribute
     val (timeColumn, windows) = window.validated
+    if (window.options.processingTime) checkProcessingTime(window, child.isStreaming)
 
 
     val grouping = a.groupingExpressions.map(trimAliases)
@@ -158,6 +159,20 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       Project(results ++ streaming.output.drop(node.output.length), streaming)
     } else {
       Project(results, node)
+    }
+  }
+
+  /** Processing time is a stream's clock: a batch query has none, and the time column must be that clock. */
+  private def checkProcessingTime(window: WindowGroupingExpression, streaming: Boolean): Unit = {
+    if (!streaming) {
+      throw WindowAggException(
+        "time 'processing' needs a streaming DataFrame: a batch query has no processing time; window by an event time column")
+    }
+    window.timeColumn match {
+      case _: CurrentTimestampLike =>
+      case other =>
+        throw WindowAggException(
+          s"with time 'processing' the time column must be current_timestamp(), the micro-batch's processing time; got '${other.sql}'")
     }
   }
 

@@ -8,17 +8,23 @@ import java.util.Locale
  *  - `emit`: "final" (each window once, when final; append output mode) or "updates" (every
  *    window a micro-batch changed, with its current value; update output mode);
  *  - `lateRows`: "count" (late and null-time rows are counted in the query's observed metrics
- *    "windowagg") or "emit" (they also come out as rows with `late_reason` and `late_row`).
+ *    "windowagg") or "emit" (they also come out as rows with `late_reason` and `late_row`);
+ *  - `time`: "event" (the time column's values, against the watermark) or "processing" (streaming
+ *    only: the time column is `current_timestamp()`, each row's time is its micro-batch's, and
+ *    windows close on Spark's processing-time clock, as Storm's default).
  */
-final case class WindowOptions(timeUnit: Option[String] = None, emit: String = "final", lateRows: String = "count") {
+final case class WindowOptions(timeUnit: Option[String] = None, emit: String = "final", lateRows: String = "count",
+    time: String = "event") {
   def emitUpdates: Boolean = emit == "updates"
   def emitLateRows: Boolean = lateRows == "emit"
+  def processingTime: Boolean = time == "processing"
   override def toString: String =
-    (timeUnit.map(u => s"timeUnit=$u").toSeq ++ Seq(s"emit=$emit", s"lateRows=$lateRows")).mkString(", ")
+    (timeUnit.map(u => s"timeUnit=$u").toSeq ++ Seq(s"emit=$emit", s"lateRows=$lateRows") ++
+      (if (processingTime) Seq("time=processing") else Nil)).mkString(", ")
 }
 
 object WindowOptions {
-  val Keys = Seq("timeUnit", "emit", "lateRows")
+  val Keys = Seq("timeUnit", "emit", "lateRows", "time")
 
   /** Options from name/value pairs (names as in `Keys`, case-insensitive); errors name the bad one. */
   def from(pairs: Iterable[(String, String)]): WindowOptions = pairs.foldLeft(WindowOptions()) {
@@ -34,6 +40,10 @@ object WindowOptions {
           val l = value.toLowerCase(Locale.ROOT)
           if (l != "count" && l != "emit") throw WindowAggException(s"lateRows must be 'count' or 'emit', got '$v'")
           o.copy(lateRows = l)
+        case "time" =>
+          val t = value.toLowerCase(Locale.ROOT)
+          if (t != "event" && t != "processing") throw WindowAggException(s"time must be 'event' or 'processing', got '$v'")
+          o.copy(time = t)
         case other => throw WindowAggException(s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
       }
   }

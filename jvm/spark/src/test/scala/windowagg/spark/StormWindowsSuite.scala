@@ -150,6 +150,53 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     } finally query.stop()
   }
 
+  test("duration windows sliding in time also emit updates; their last values are the batch windows") {
+    val rnd = new Random(8)
+    val rows = (0 until 120).map(_ => (s"k${rnd.nextInt(2)}", (100 + rnd.nextInt(60)) * 1000000L, rnd.nextInt(20).toLong))
+    val definition = DurationWindows.of("20 seconds").every("10 seconds")
+    def query(df: DataFrame, options: Map[String, String]) = {
+      val timed = df.toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+      (if (df.isStreaming) timed.withWatermark("ts", "1 hour") else timed)
+        .groupBy(col("k"), window(col("ts"), definition, options)).agg(count(lit(1)).as("n"), sum("v").as("s"))
+        .select(col("k"), unix_micros(col("window.start")).as("start"), unix_micros(col("window.end")).as("end"), col("n"), col("s"))
+    }
+    val expected = query(rows.toDF(), Map.empty).collect().map(_.toString).sorted.toSeq
+    val input = MemoryStream[(String, Long, Long)](spark)
+    val out = query(input.toDF(), Map("emit" -> "updates")).writeStream
+      .format("memory").queryName("storm_updates").outputMode("update").start()
+    try {
+      rows.grouped(30).foreach { part => input.addData(part); out.processAllAvailable() }
+    } finally out.stop()
+    val last = spark.table("storm_updates").collect().groupBy(r => (r.getString(0), r.getLong(1), r.getLong(2)))
+      .values.map(_.maxBy(_.getLong(3)).toString).toSeq.sorted
+    assert(last == expected)
+  }
+
+  test("processing time: windows of the rows of each micro-batch, closed by Spark's processing-time clock") {
+    val input = MemoryStream[(String, Long)](spark)
+    val query = input.toDF().toDF("k", "v")
+      .groupBy(col("k"), window(current_timestamp(), DurationWindows.tumbling("2 seconds"), Map("time" -> "processing")))
+      .agg(sum("v").as("s"), count(lit(1)).as("n"))
+      .writeStream.format("memory").queryName("storm_processing").outputMode("append")
+      .trigger(org.apache.spark.sql.streaming.Trigger.ProcessingTime("200 milliseconds")).start()
+    try {
+      val before = System.currentTimeMillis()
+      input.addData(("a", 1L), ("a", 2L), ("b", 4L))
+      // a processing-time query runs a micro-batch on every trigger, so processAllAvailable never
+      // returns; wait for the windows instead
+      val deadline = System.currentTimeMillis() + 20000
+      while (spark.table("storm_processing").count() < 2 && System.currentTimeMillis() < deadline) Thread.sleep(100)
+      val after = System.currentTimeMillis()
+      val windows = spark.table("storm_processing").collect()
+      assert(windows.map(r => (r.getString(0), r.getLong(2), r.getLong(3))).toSet == Set(("a", 3L, 2L), ("b", 4L, 1L)))
+      windows.foreach { r =>
+        val (start, end) = (r.getStruct(1).getTimestamp(0).getTime, r.getStruct(1).getTimestamp(1).getTime)
+        assert(end - start == 2000L && end % 2000L == 0L)
+        assert(start < after && end >= before, s"the window ($start, $end] holds the processing time")
+      }
+    } finally query.stop()
+  }
+
   test("bad input is refused at analysis with a message naming the problem") {
     val df = events(5, 10)
     def error(f: => Any): String = intercept[AnalysisException](f).getMessage
@@ -162,6 +209,10 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
       .select(col("k"), timestamp_micros(col("t")).as("ts")).withWatermark("ts", "1 minute")
     assert(error(stream.groupBy(window(col("ts"), CountWindows.of(3), Map("emit" -> "updates"))).count())
       .contains("its windows come out final only"))
+    assert(error(df.groupBy(window(current_timestamp(), DurationWindows.of("1 second"), Map("time" -> "processing"))).count())
+      .contains("time 'processing' needs a streaming DataFrame"))
+    assert(error(stream.groupBy(window(col("ts"), DurationWindows.of("1 second"), Map("time" -> "processing"))).count())
+      .contains("the time column must be current_timestamp()"))
     assert(error(spark.sql("SELECT count(1) FROM VALUES (timestamp'2026-01-01 00:00:00') AS t(ts) " +
       "GROUP BY windows(ts, 'count 0 rows')").collect()).contains("positive number of rows"))
   }
