@@ -5,9 +5,10 @@
 Reads the JSON files of INPUT one per micro-batch (availableNow), computes sliding windows of 30 s
 with a grace of 20 s (no withWatermark) and late rows emitted, and appends them to a Parquet file
 sink at OUTPUT with its checkpoint at CHECKPOINT; beside it, a second query computes sessions (gap
-8 s, grace 2 hours: no row is late for them) into OUTPUT-sessions with CHECKPOINT-sessions. The
-test kills it (SIGKILL) and starts it again from the same checkpoints; it prints FINISHED when
-both queries end normally.
+8 s, grace 2 hours: no row is late for them) into OUTPUT-sessions with CHECKPOINT-sessions, and a
+third Storm's count windows (the last 5 rows every 2 rows, ties broken by id, lag 2 hours) into
+OUTPUT-counts with CHECKPOINT-counts. The test kills it (SIGKILL) and starts it again from the same
+checkpoints; it prints FINISHED when all queries end normally.
 """
 
 import sys
@@ -35,6 +36,14 @@ def sessions(stream):
     return stream.groupBy("k", window("ts", SessionWindows.withInactivityGap(SESSION_GAP).grace("2 hours"))).agg(
         *ss.aggregates()
     )
+
+
+def counts(stream):
+    """The job's third query: Storm's count windows, whose state holds settled and waiting rows."""
+    from windowagg import CountWindows, window
+
+    definition = CountWindows.of(5).slide(2).tieBreak("id").lag("2 hours")
+    return stream.groupBy("k", window("ts", definition)).agg(*ss.aggregates())
 
 
 def main(argv):
@@ -66,6 +75,7 @@ def main(argv):
         for query, out, checkpoint in [
             (windows(stream), output_dir, checkpoint_dir),
             (sessions(stream), output_dir + "-sessions", checkpoint_dir + "-sessions"),
+            (counts(stream), output_dir + "-counts", checkpoint_dir + "-counts"),
         ]
     ]
     for query in queries:

@@ -1,4 +1,5 @@
-"""Exactly-once output of a streaming windowagg query whose driver is killed (SIGKILL) and restarted.
+"""Exactly-once output of streaming windowagg queries (sliding windows, sessions, count windows) whose
+driver is killed (SIGKILL) and restarted.
 
 The query (streaming_job.py) runs in a child process: its Python driver and the JVM it starts are
 one process group, killed together with SIGKILL at several points of its progress, found by
@@ -179,3 +180,9 @@ def test_exactly_once_across_driver_kills(spark, tmp_path):
     want_sessions = ss.multiset(streaming_job.sessions(rows.where(F.col("ts").isNotNull())).collect())
     assert len(want_sessions) > 30
     assert got_sessions == want_sessions, ss.describe_difference(got_sessions, want_sessions)
+
+    # count windows, killed at the same points: exactly the batch windows of every row with a time
+    got_counts = ss.multiset(spark.read.parquet(str(out) + "-counts").where(~F.col("k").eqNullSafe("flush")).collect())
+    want_counts = ss.multiset(streaming_job.counts(rows.where(F.col("ts").isNotNull())).collect())
+    assert len(want_counts) > 50
+    assert got_counts == want_counts, ss.describe_difference(got_counts, want_counts)

@@ -23,13 +23,19 @@ The kinds of windows, each a definition passed to :func:`window`:
   (``CalendarWindows.months(1).inZone("America/New_York")``);
 - :class:`UnlimitedWindows`: one window per key from a start on (Kafka Streams'), streaming
   with ``emit="updates"``;
+- :class:`CountWindows`: Apache Storm's count windows, the last n rows of a key, evaluated at
+  every row, every m rows or at multiples of an interval (``CountWindows.of(30).slide(10)``);
+- :class:`DurationWindows`: Storm's duration windows ``(end - length, end]``, evaluated at every
+  row, every m rows or at multiples of an interval
+  (``DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds")``);
 - :class:`CustomWindows`: a user's own JVM class implementing
   ``windowagg.EnumerableWindowDefinition`` (KIP-645), named with its parameters
   (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``).
 
 On a streaming DataFrame the same grouping works with a watermark (``withWatermark`` on the time
-column, or ``.grace(g)`` on the definition); ``window(..., emit="updates")`` and
-``window(..., late_rows="emit")`` choose what is emitted (see :func:`window`).
+column, or ``.grace(g)`` on the definition, ``.lag(l)`` for Storm's kinds);
+``window(..., emit="updates")`` and ``window(..., late_rows="emit")`` choose what is emitted (see
+:func:`window`).
 
 With the extension on, SQL has the grouping function ``windows(ts, spec [, options])`` and the
 table function ``window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), spec, 'aggregates')`` for
@@ -42,8 +48,10 @@ from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path
 from windowagg.functions import metrics, window
 from windowagg.windows import (
     CalendarWindows,
+    CountWindows,
     CumulativeWindows,
     CustomWindows,
+    DurationWindows,
     SessionWindows,
     SlidingWindows,
     TimeWindows,
@@ -54,8 +62,10 @@ from windowagg.windows import (
 __all__ = [
     "EXTENSION_CLASS",
     "CalendarWindows",
+    "CountWindows",
     "CumulativeWindows",
     "CustomWindows",
+    "DurationWindows",
     "SessionWindows",
     "SlidingWindows",
     "TimeWindows",

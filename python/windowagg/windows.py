@@ -19,8 +19,8 @@ class WindowDefinition:
 
     Instances hold the JVM ``windowagg.WindowDefinition`` they stand for; pass them to
     :func:`windowagg.window`. Build them with the factories of the concrete kinds, such as
-    :meth:`SlidingWindows.of`, :meth:`TimeWindows.of`, :meth:`CumulativeWindows.of` or
-    :meth:`CustomWindows.of`.
+    :meth:`SlidingWindows.of`, :meth:`TimeWindows.of`, :meth:`CumulativeWindows.of`,
+    :meth:`CountWindows.of` or :meth:`CustomWindows.of`.
     """
 
     def __init__(self, description: str, build: Callable[[Any], Any], spec: Callable[[], str]) -> None:
@@ -565,6 +565,273 @@ class UnlimitedWindows(WindowDefinition):
         return type(self)(self.start, grace)
 
 
+class CountWindows(WindowDefinition):
+    """Apache Storm's count windows: per key, each window holds the last ``n`` rows up to its end.
+
+    A window is evaluated at every row (:meth:`of`, Storm's ``withWindow(Count(n))``), after every
+    m-th row (:meth:`slide`: ``withWindow(Count(n), Count(m))``; :meth:`tumbling`:
+    ``withTumblingWindow(Count(n))``), or at every multiple of a length of time that brings new
+    rows (:meth:`every`: ``withWindow(Count(n), Duration(d))``)::
+
+        CountWindows.of(30)                                   # the row and the 29 rows before it
+        CountWindows.of(30).slide(10).tieBreak("seq")         # the last 30 rows, every 10 rows
+        CountWindows.tumbling(100)                            # 100 rows, no overlap
+        CountWindows.of(30).every("10 seconds").lag("5 seconds")
+
+    Rows are counted in order of time, then of the tie-break column (:meth:`tieBreak`), then of the
+    values the aggregates read, so results never depend on arrival order or partitioning. A
+    window's ``end`` is the time of its last row (inclusive) and its ``start`` the time of its
+    first row. Rows in no window (after a key's last m-th row, or between windows when the slide
+    exceeds the length) are counted (``unwindowedRows`` in :func:`windowagg.metrics`;
+    ``unwindowed_rows`` in streaming), not aggregated. In streaming, windows come out final only
+    (``emit="updates"`` is refused).
+    """
+
+    @classmethod
+    def of(cls, n: int) -> "CountWindows":
+        """Windows of the last ``n`` rows, one evaluated at every row (a window per row, like
+        Spark's ``ROWS BETWEEN n - 1 PRECEDING AND CURRENT ROW``); :meth:`slide` or :meth:`every`
+        evaluate less often.
+
+        :param n: the number of rows a window holds, a positive ``int``.
+        :raises ValueError: when ``n`` is not positive.
+        :raises TypeError: for an ``n`` that is not an int.
+        """
+        _check_rows(n, "a count window's length")
+        return cls(n)
+
+    @classmethod
+    def tumbling(cls, n: int) -> "CountWindows":
+        """Windows of ``n`` rows that do not overlap, one after every n-th row (Storm's
+        ``withTumblingWindow(Count(n))``): ``CountWindows.of(n).slide(n)``. A key's last rows,
+        fewer than ``n``, are in no window.
+
+        :param n: the number of rows of a window, a positive ``int``.
+        :raises ValueError: when ``n`` is not positive.
+        :raises TypeError: for an ``n`` that is not an int.
+        """
+        _check_rows(n, "a count window's length")
+        return cls(n, slide_rows=n)
+
+    def __init__(
+        self,
+        length: int,
+        slide_rows: Optional[int] = None,
+        slide_interval: Optional[SizeLike] = None,
+        lag: Optional[GraceLike] = None,
+        tie_break: Optional[str] = None,
+    ) -> None:
+        """Use :meth:`CountWindows.of` or :meth:`tumbling` (and :meth:`slide`, :meth:`every`,
+        :meth:`lag`, :meth:`tieBreak`) instead."""
+        #: The number of rows a window holds.
+        self.length = length
+        #: The slide in rows given with :meth:`slide` (or :meth:`tumbling`), or None.
+        self.slide_rows = slide_rows
+        #: The slide in time given with :meth:`every`, or None.
+        self.slide_interval = slide_interval
+        #: The lag given with :meth:`lag`, or None.
+        self.lag_period = lag
+        #: The tie-break column given with :meth:`tieBreak`, or None.
+        self.tie_break_column = tie_break
+        description = f"CountWindows.of({length!r})" + _storm_description(slide_rows, slide_interval, lag, tie_break)
+        super().__init__(
+            description,
+            lambda jvm: _build_count(jvm, length, slide_rows, slide_interval, lag, tie_break),
+            lambda: f"count {_rows_spec(length)}" + _storm_clauses_spec(slide_rows, slide_interval, lag, tie_break),
+        )
+
+    def slide(self, rows: int) -> "CountWindows":
+        """Evaluates a window after every ``rows`` rows (Storm's ``Count`` sliding interval); it
+        holds the last :attr:`length` rows. A slide larger than the length leaves rows between
+        windows in none.
+
+        :param rows: a positive ``int`` number of rows; 1 is a window per row.
+        :returns: a new :class:`CountWindows` (its slide replaces one given with :meth:`every`);
+            this one is unchanged.
+        :raises ValueError: when ``rows`` is not positive.
+        :raises TypeError: for ``rows`` that is not an int.
+        """
+        _check_rows(rows, "the slide")
+        return type(self)(self.length, rows, None, self.lag_period, self.tie_break_column)
+
+    def every(self, interval: SizeLike) -> "CountWindows":
+        """Evaluates a window at every multiple of ``interval`` (from the epoch) that brings new
+        rows (Storm's ``Duration`` sliding interval): the window ending there holds the last
+        :attr:`length` rows up to it.
+
+        :param interval: a duration (``"10 seconds"``, :class:`datetime.timedelta`) or an ``int``
+            number of ticks of an integral time column.
+        :returns: a new :class:`CountWindows` (its slide replaces one given with :meth:`slide`);
+            this one is unchanged.
+        :raises ValueError: when the interval is not positive or cannot be parsed (checked at once
+            when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for an interval of another type.
+        """
+        _check_length(interval, "a slide interval", "'10 seconds'")
+        return type(self)(self.length, None, interval, self.lag_period, self.tie_break_column)
+
+    def lag(self, lag: GraceLike) -> "CountWindows":
+        """How far behind the latest row time rows may still arrive (Storm's ``withLag``), for
+        streaming queries: where the input has no ``withWatermark`` on the time column, the
+        watermark is the latest time seen minus the lag. A window is evaluated once its end is
+        behind the watermark; a row behind the watermark is late (see ``late_rows`` of
+        :func:`windowagg.window`). Batch queries ignore it.
+
+        :param lag: a duration, as a string (``"5 seconds"``) or a :class:`datetime.timedelta`;
+            zero is allowed.
+        :returns: a new :class:`CountWindows`; this one is unchanged.
+        :raises ValueError: when the lag is negative or cannot be parsed (a timedelta is checked
+            at once; a string at once when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for a lag of another type.
+        """
+        _check_lag(lag)
+        return type(self)(self.length, self.slide_rows, self.slide_interval, lag, self.tie_break_column)
+
+    def tieBreak(self, column: str) -> "CountWindows":  # noqa: N802 (JVM name)
+        """A column ordering rows that share a time (a sequence number, an offset), so that a
+        window cutting through them keeps the rows the user expects. Without one, such rows are
+        ordered by the values the aggregates read: a fixed order, not one a user would choose.
+
+        :param column: the name of a column of the input whose type can be ordered.
+        :returns: a new :class:`CountWindows`; this one is unchanged.
+        :raises ValueError: for an empty name; a column the input lacks is an AnalysisException
+            when the query is analysed.
+        :raises TypeError: for a name that is not a str.
+        """
+        column = _check_tie_break(column)
+        return type(self)(self.length, self.slide_rows, self.slide_interval, self.lag_period, column)
+
+
+class DurationWindows(WindowDefinition):
+    """Apache Storm's duration windows: per key, each window holds the rows in ``(end - length, end]``.
+
+    A window is evaluated at every row, ending at its time (:meth:`of`, Storm's
+    ``withWindow(Duration(l))``), after every m-th row (:meth:`slide`:
+    ``withWindow(Duration(l), Count(m))``), or at every multiple of an interval, only where it
+    holds rows (:meth:`every`: ``withWindow(Duration(l), Duration(d))``; :meth:`tumbling`:
+    ``withTumblingWindow(Duration(l))``)::
+
+        DurationWindows.of("20 seconds")                                # a trailing window per row
+        DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds")
+        DurationWindows.of("1 minute").slide(100).tieBreak("seq")
+        DurationWindows.tumbling("5 seconds")
+
+    A window reports ``start = end - length`` (exclusive) and ``end`` (inclusive), as Storm does;
+    a window per row is what Spark's ``RANGE`` frame ``(t - length, t]`` gives each row. A window
+    holds every row at its end time. With a slide in rows, rows are counted in order of time,
+    then of the tie-break column, then of the values the aggregates read; rows in no window (when
+    m rows span more than the length) are counted, not aggregated. In streaming, windows cut at
+    rows come out final only; windows sliding in time also support ``emit="updates"``.
+    """
+
+    @classmethod
+    def of(cls, length: SizeLike) -> "DurationWindows":
+        """A trailing window ``(t - length, t]`` per row, t its time; :meth:`slide` or
+        :meth:`every` evaluate less often.
+
+        :param length: a duration, as a string (``"20 seconds"``, ``"1 hour 30 minutes"``) or a
+            :class:`datetime.timedelta`; or an ``int``, a number of ticks of an integral time
+            column's own unit (e.g. ``20_000`` for 20 s of epoch milliseconds).
+        :raises ValueError: when the length is not positive or cannot be parsed (the message is
+            the JVM's; checked at once when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for a length of another type.
+        """
+        _check_length(length, "a window length", "'20 seconds'")
+        return cls(length)
+
+    @classmethod
+    def tumbling(cls, length: SizeLike) -> "DurationWindows":
+        """Windows of ``length`` that do not overlap, ending at multiples of it (Storm's
+        ``withTumblingWindow(Duration(l))``): ``DurationWindows.of(length).every(length)``.
+
+        :param length: a duration (``"5 seconds"``, :class:`datetime.timedelta`) or an ``int``
+            number of ticks of an integral time column.
+        :raises ValueError: when the length is not positive or cannot be parsed.
+        :raises TypeError: for a length of another type.
+        """
+        _check_length(length, "a window length", "'5 seconds'")
+        return cls(length, slide_interval=length)
+
+    def __init__(
+        self,
+        length: SizeLike,
+        slide_rows: Optional[int] = None,
+        slide_interval: Optional[SizeLike] = None,
+        lag: Optional[GraceLike] = None,
+        tie_break: Optional[str] = None,
+    ) -> None:
+        """Use :meth:`DurationWindows.of` or :meth:`tumbling` (and :meth:`slide`, :meth:`every`,
+        :meth:`lag`, :meth:`tieBreak`) instead."""
+        #: The length of time a window spans.
+        self.length = length
+        #: The slide in rows given with :meth:`slide`, or None.
+        self.slide_rows = slide_rows
+        #: The slide in time given with :meth:`every` (or :meth:`tumbling`), or None.
+        self.slide_interval = slide_interval
+        #: The lag given with :meth:`lag`, or None.
+        self.lag_period = lag
+        #: The tie-break column given with :meth:`tieBreak`, or None.
+        self.tie_break_column = tie_break
+        description = f"DurationWindows.of({length!r})" + _storm_description(slide_rows, slide_interval, lag, tie_break)
+        super().__init__(
+            description,
+            lambda jvm: _build_duration(jvm, length, slide_rows, slide_interval, lag, tie_break),
+            lambda: f"duration {_length_spec(length)}" + _storm_clauses_spec(slide_rows, slide_interval, lag, tie_break),
+        )
+
+    def slide(self, rows: int) -> "DurationWindows":
+        """Evaluates a window after every ``rows`` rows (Storm's ``Count`` sliding interval): the
+        window ends at that row's time and holds the rows of the last :attr:`length` up to it,
+        every row at its end time included.
+
+        :param rows: a positive ``int`` number of rows; 1 is a window per row.
+        :returns: a new :class:`DurationWindows` (its slide replaces one given with :meth:`every`);
+            this one is unchanged.
+        :raises ValueError: when ``rows`` is not positive.
+        :raises TypeError: for ``rows`` that is not an int.
+        """
+        _check_rows(rows, "the slide")
+        return type(self)(self.length, rows, None, self.lag_period, self.tie_break_column)
+
+    def every(self, interval: SizeLike) -> "DurationWindows":
+        """Windows ``(end - length, end]`` whose ends are the multiples of ``interval`` (from the
+        epoch), only those holding rows (Storm's ``Duration`` sliding interval). The interval must
+        be positive and at most the length (checked when the time column is known, as the two may
+        be in different terms).
+
+        :param interval: a duration (``"10 seconds"``, :class:`datetime.timedelta`) or an ``int``
+            number of ticks of an integral time column.
+        :returns: a new :class:`DurationWindows` (its slide replaces one given with :meth:`slide`);
+            this one is unchanged.
+        :raises ValueError: when the interval is not positive or cannot be parsed.
+        :raises TypeError: for an interval of another type.
+        """
+        _check_length(interval, "a slide interval", "'10 seconds'")
+        return type(self)(self.length, None, interval, self.lag_period, self.tie_break_column)
+
+    def lag(self, lag: GraceLike) -> "DurationWindows":
+        """How far behind the latest row time rows may still arrive (Storm's ``withLag``), for
+        streaming queries; see :meth:`CountWindows.lag`.
+
+        :returns: a new :class:`DurationWindows`; this one is unchanged.
+        :raises ValueError: when the lag is negative or cannot be parsed.
+        :raises TypeError: for a lag that is not a str or a :class:`datetime.timedelta`.
+        """
+        _check_lag(lag)
+        return type(self)(self.length, self.slide_rows, self.slide_interval, lag, self.tie_break_column)
+
+    def tieBreak(self, column: str) -> "DurationWindows":  # noqa: N802 (JVM name)
+        """A column ordering rows that share a time: which row is the m-th for a slide in rows, and
+        the order ``collect_list``, ``first`` and ``last`` see; see :meth:`CountWindows.tieBreak`.
+
+        :returns: a new :class:`DurationWindows`; this one is unchanged.
+        :raises ValueError: for an empty name.
+        :raises TypeError: for a name that is not a str.
+        """
+        column = _check_tie_break(column)
+        return type(self)(self.length, self.slide_rows, self.slide_interval, self.lag_period, column)
+
+
 class CustomWindows(WindowDefinition):
     """A user's own kind of windows: a JVM class implementing ``windowagg.EnumerableWindowDefinition``
     (it lists the windows ``[start, end)`` that contain a time), loaded by name from the driver's
@@ -654,6 +921,33 @@ def _check_grace(grace: Any) -> None:
         raise ValueError(f"the grace period must not be negative, got {grace.total_seconds()} seconds")
 
 
+def _check_rows(value: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int number of rows, not {type(value).__name__}")
+    if value <= 0:
+        raise ValueError(f"{what} must be a positive number of rows, got {value}")
+    if value > _LONG_MAX:
+        raise ValueError(f"{what} {value} does not fit in a 64-bit number of rows")
+
+
+def _check_lag(lag: Any) -> None:
+    if isinstance(lag, bool) or not isinstance(lag, (str, datetime.timedelta)):
+        raise TypeError(
+            f"a lag must be a str such as '5 seconds' or a datetime.timedelta, not {type(lag).__name__}"
+        )
+    if isinstance(lag, datetime.timedelta) and lag < datetime.timedelta(0):
+        raise ValueError(f"the lag must not be negative, got {lag.total_seconds()} seconds")
+
+
+def _check_tie_break(column: Any) -> str:
+    """The tie-break column's name, trimmed as the JVM keeps it."""
+    if not isinstance(column, str):
+        raise TypeError(f"the tie-break column must be a column name (a str), not {type(column).__name__}")
+    if not column.strip():
+        raise ValueError("the tie-break column name must not be empty")
+    return column.strip()
+
+
 def _java_duration(jvm: Any, delta: datetime.timedelta) -> Any:
     micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     return jvm.java.time.Duration.ofSeconds(micros // 1_000_000, (micros % 1_000_000) * 1000)
@@ -714,6 +1008,39 @@ def _build_unlimited(jvm: Any, start: Optional[Union[str, int]], grace: Optional
     if start is not None:
         definition = definition.startOn(start)  # a str picks startOn(String), an int startOn(long)
     return _with_grace(jvm, definition, grace)
+
+
+def _build_count(
+    jvm: Any, length: int, slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike],
+    tie_break: Optional[str],
+) -> Any:
+    definition = _jvm.jvm_class(jvm, "windowagg.CountWindows").of(length)
+    return _with_storm_clauses(jvm, definition, slide_rows, slide_interval, lag, tie_break)
+
+
+def _build_duration(
+    jvm: Any, length: SizeLike, slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike],
+    tie_break: Optional[str],
+) -> Any:
+    # A str picks of(String), a timedelta of(Duration), an int of(long) (ticks).
+    definition = _jvm.jvm_class(jvm, "windowagg.DurationWindows").of(_span(jvm, length))
+    return _with_storm_clauses(jvm, definition, slide_rows, slide_interval, lag, tie_break)
+
+
+def _with_storm_clauses(
+    jvm: Any, definition: Any, slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike],
+    tie_break: Optional[str],
+) -> Any:
+    """Storm's optional parts on a JVM CountWindows or DurationWindows (tumbling is of(n).slide(n) / of(l).every(l))."""
+    if slide_rows is not None:
+        definition = definition.slide(slide_rows)
+    if slide_interval is not None:
+        definition = definition.every(_span(jvm, slide_interval))
+    if lag is not None:
+        definition = definition.lag(_span(jvm, lag))
+    if tie_break is not None:
+        definition = definition.tieBreak(tie_break)
+    return definition
 
 
 def _build_custom(jvm: Any, class_name: str, params: Dict[str, str], grace: Optional[GraceLike]) -> Any:
@@ -813,6 +1140,46 @@ def _length_spec(value: Optional[SizeLike]) -> str:
 
 def _grace_spec(grace: Optional[GraceLike]) -> str:
     return "" if grace is None else f" grace {_length_spec(grace)}"
+
+
+def _rows_spec(n: int) -> str:
+    return f"{n} {'row' if n == 1 else 'rows'}"
+
+
+def _storm_clauses_spec(
+    slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike], tie_break: Optional[str]
+) -> str:
+    """Storm's optional clauses as the JVM writes them; a slide of 1 row is the default and left out."""
+    if slide_rows is not None:
+        every = "" if slide_rows == 1 else f" every {_rows_spec(slide_rows)}"
+    else:
+        every = "" if slide_interval is None else f" every {_length_spec(slide_interval)}"
+    return (
+        every + ("" if lag is None else f" lag {_length_spec(lag)}")
+        + ("" if tie_break is None else f" tie break {_column_spec(tie_break)}")
+    )
+
+
+# words that start a clause of some kind in the spec grammar (WindowSpec.isClauseWord on the JVM)
+_CLAUSE_WORDS = {"every", "offset", "grace", "gap", "up", "to", "lag", "tie", "break", "from", "in", "starting"}
+
+
+def _column_spec(column: str) -> str:
+    """A column name as the JVM's spec writes it: in backquotes when it holds a space or could read as a clause word."""
+    if any(c.isspace() for c in column) or column.lower() in _CLAUSE_WORDS:
+        return f"`{column}`"
+    return column
+
+
+def _storm_description(
+    slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike], tie_break: Optional[str]
+) -> str:
+    return (
+        ("" if slide_rows is None else f".slide({slide_rows!r})")
+        + ("" if slide_interval is None else f".every({slide_interval!r})")
+        + ("" if lag is None else f".lag({lag!r})")
+        + ("" if tie_break is None else f".tieBreak({tie_break!r})")
+    )
 
 
 def _ensure_definition(definition: Optional[WindowDefinition]) -> WindowDefinition:

@@ -82,6 +82,7 @@ object DurationWindows extends WindowSpec.Reader {
   /** Windows of `length` that do not overlap, ending at multiples of it (Storm's `withTumblingWindow(Duration)`). */
   def tumbling(length: String): DurationWindows = of(length).every(length)
   def tumbling(length: Duration): DurationWindows = of(length).every(length)
+  def tumbling(length: Long): DurationWindows = of(length).every(length)
 
   private def checked(length: TimeSpan): DurationWindows =
     new DurationWindows(TimeSpan.positive(length, "window length"), EveryRows(1), None, None)

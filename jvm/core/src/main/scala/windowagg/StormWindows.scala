@@ -34,7 +34,11 @@ object StormWindows {
   /** " every … lag … tie break …" as the spec writes the optional parts. */
   def clausesSpec(slide: Option[Slide], lag: Option[TimeSpan], tieBreak: Option[String]): String =
     slide.map(s => s" every ${s.spec}").getOrElse("") + lag.map(l => s" lag ${l.spec}").getOrElse("") +
-      tieBreak.map(c => s" tie break $c").getOrElse("")
+      tieBreak.map(c => s" tie break ${columnSpec(c)}").getOrElse("")
+
+  /** A column name as the spec writes it: in backquotes when it holds a space or could read as a clause word. */
+  def columnSpec(column: String): String =
+    if (column.exists(_.isWhitespace) || WindowSpec.isClauseWord(column)) s"`$column`" else column
 
   def clausesString(slide: Option[Slide], lag: Option[TimeSpan], tieBreak: Option[String]): String =
     slide.map {
@@ -62,8 +66,11 @@ object StormWindows {
     }
     val lagSpan = spec.clause("lag").map(l => lag(spec.length(l, "lag")))
     val column = spec.clause("tie break").map { c =>
-      if (c.isEmpty || c.contains(" ")) throw WindowError(s"'${spec.text}': tie break takes one column name, got '$c'")
-      tieBreak(c)
+      val quoted = c.length > 2 && c.startsWith("`") && c.endsWith("`") && !c.drop(1).dropRight(1).contains("`")
+      if (c.isEmpty || (c.contains(" ") && !quoted)) {
+        throw WindowError(s"'${spec.text}': tie break takes one column name (in backquotes if it holds a space), got '$c'")
+      }
+      tieBreak(if (quoted) c.drop(1).dropRight(1) else c)
     }
     (slide, lagSpan, column)
   }

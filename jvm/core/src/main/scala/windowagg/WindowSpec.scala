@@ -36,6 +36,8 @@ object WindowSpec {
     def clauseWords: Seq[String] = Nil
   }
 
+  private val commonWords = Seq("every", "offset", "grace", "gap", "up to")
+
   /** Every built-in kind, once. */
   val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, UnlimitedWindows, CountWindows,
     DurationWindows, CustomWindows)
@@ -58,7 +60,7 @@ object WindowSpec {
    * "hopping 1 hour every 10 seconds"), each clause's text follows its words.
    */
   final case class Clauses(text: String, body: String, kindWords: Seq[String] = Nil) {
-    private val words = Seq("every", "offset", "grace", "gap", "up to") ++ kindWords
+    private val words = commonWords ++ kindWords
     private val (leadText, clauses) = {
       val tokens = if (body.isEmpty) Array.empty[String] else body.split("\\s+")
       var current: Option[String] = None
@@ -102,6 +104,12 @@ object WindowSpec {
     }
 
     def grace: Option[TimeSpan] = clause("grace").map(g => checkedGrace(length(g, "grace period")))
+  }
+
+  /** Whether `word` (either word of a two-word clause) starts a clause of some kind. */
+  private[windowagg] def isClauseWord(word: String): Boolean = {
+    val lowered = word.toLowerCase(Locale.ROOT)
+    (commonWords ++ readers.flatMap(_.clauseWords)).exists(_.split(" ").contains(lowered))
   }
 
   private[windowagg] def grace(afterWindowEnd: String): TimeSpan = checkedGrace(TimeSpan.parse(afterWindowEnd))

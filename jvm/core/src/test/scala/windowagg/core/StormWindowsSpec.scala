@@ -146,12 +146,14 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
       CountWindows.of(30), CountWindows.of(30).slide(10), CountWindows.tumbling(5), CountWindows.of(3).every("10 seconds"),
       CountWindows.of(30).slide(10).lag("5 seconds").tieBreak("seq"),
       DurationWindows.of("20 seconds"), DurationWindows.of("20 seconds").slide(5), DurationWindows.tumbling("5 seconds"),
-      DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds"), DurationWindows.of(100L).every(10L).tieBreak("id"))
+      DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds"), DurationWindows.of(100L).every(10L).tieBreak("id"),
+      CountWindows.of(3).tieBreak("offset"), CountWindows.of(3).slide(2).tieBreak("my col"), DurationWindows.of(5L).tieBreak("Tie"))
     defs.foreach(d => WindowSpec.parse(d.spec) shouldBe d)
     CountWindows.tumbling(5) shouldBe CountWindows.of(5).slide(5)
     CountWindows.of(30).slide(1) shouldBe CountWindows.of(30)
     CountWindows.of(30).slide(10).lag("5 seconds").tieBreak("seq").spec shouldBe "count 30 rows every 10 rows lag 5 seconds tie break seq"
     DurationWindows.tumbling("5 seconds").spec shouldBe "duration 5 seconds every 5 seconds"
+    CountWindows.of(3).tieBreak("offset").spec shouldBe "count 3 rows tie break `offset`" // a clause word, quoted
     DurationWindows.of("20 seconds").slide(5).toString shouldBe "DurationWindows.of(20 seconds).slide(5)"
   }
 
