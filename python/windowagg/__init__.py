@@ -45,7 +45,7 @@ every kind, where ``spec`` is a definition's :attr:`WindowDefinition.spec` (e.g.
 """
 
 from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
-from windowagg.functions import metrics, window
+from windowagg.functions import expired_rows, metrics, new_rows, window
 from windowagg.windows import (
     CalendarWindows,
     CountWindows,
@@ -73,8 +73,10 @@ __all__ = [
     "WindowDefinition",
     "__version__",
     "configure",
+    "expired_rows",
     "jar_path",
     "metrics",
+    "new_rows",
     "session",
     "window",
 ]

@@ -115,6 +115,35 @@ def window(
     return Column(jc)
 
 
+def new_rows(aggregate: "Column") -> "Column":
+    """Storm's ``TupleWindow.getNew()``: ``aggregate`` with every aggregate in it over the rows of
+    each window that were not in the key's previous window, e.g. ``new_rows(F.count("*"))``. For
+    Storm's windows (:class:`CountWindows`, :class:`DurationWindows`); a key's first window has all
+    its rows new.
+
+    :raises TypeError: for an argument that is not a Column.
+    """
+    return _view("newRows", aggregate)
+
+
+def expired_rows(aggregate: "Column") -> "Column":
+    """Storm's ``TupleWindow.getExpired()``: ``aggregate`` over the rows of the key's previous window
+    that are not in this one, e.g. ``expired_rows(F.sum("v"))``; see :func:`new_rows`.
+
+    :raises TypeError: for an argument that is not a Column.
+    """
+    return _view("expiredRows", aggregate)
+
+
+def _view(name: str, aggregate: "Column") -> "Column":
+    from pyspark.sql.classic.column import Column
+
+    if not isinstance(aggregate, Column):
+        raise TypeError(f"{name} takes an aggregate Column such as F.count('*'), not {type(aggregate).__name__}")
+    jvm = _jvm.active_jvm()
+    return Column(getattr(_jvm.jvm_class(jvm, _FUNCTIONS), name)(_java_column(aggregate)))
+
+
 def metrics(df: "DataFrame") -> Dict[str, int]:
     """The metrics of the windowagg operators in ``df``'s executed plan, after an action on ``df``.
 

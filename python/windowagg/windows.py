@@ -565,7 +565,111 @@ class UnlimitedWindows(WindowDefinition):
         return type(self)(self.start, grace)
 
 
-class CountWindows(WindowDefinition):
+class _StormWindows(WindowDefinition):
+    """What Storm's two kinds share (the JVM's ``windowagg.StormWindows``): a length, the slide (in
+    rows or in time), the lag and the tie-break column, and the builders that change them."""
+
+    _JVM_CLASS = ""  # the JVM class, e.g. "windowagg.CountWindows"
+
+    def __init__(
+        self,
+        length: Any,
+        slide_rows: Optional[int] = None,
+        slide_interval: Optional[SizeLike] = None,
+        lag: Optional[GraceLike] = None,
+        tie_break: Optional[str] = None,
+    ) -> None:
+        """Use the kind's ``of`` or ``tumbling`` (and :meth:`slide`, :meth:`every`, :meth:`lag`,
+        :meth:`tieBreak`) instead."""
+        #: The window's length: a number of rows (count windows) or a length of time.
+        self.length = length
+        #: The slide in rows given with :meth:`slide` (or a count ``tumbling``), or None.
+        self.slide_rows = slide_rows
+        #: The slide in time given with :meth:`every` (or a duration ``tumbling``), or None.
+        self.slide_interval = slide_interval
+        #: The lag given with :meth:`lag`, or None.
+        self.lag_period = lag
+        #: The tie-break column given with :meth:`tieBreak`, or None.
+        self.tie_break_column = tie_break
+        description = (
+            f"{type(self).__name__}.of({length!r})" + _storm_description(slide_rows, slide_interval, lag, tie_break)
+        )
+        super().__init__(
+            description,
+            lambda jvm: _build_storm(jvm, self._JVM_CLASS, length, slide_rows, slide_interval, lag, tie_break),
+            lambda: self._kind_spec() + _storm_clauses_spec(slide_rows, slide_interval, lag, tie_break),
+        )
+
+    def _kind_spec(self) -> str:
+        raise NotImplementedError
+
+    def slide(self, rows: int):
+        """Evaluates a window after every ``rows`` rows (Storm's ``Count`` sliding interval): the
+        window ends at that row's time. A count window holds the last :attr:`length` rows; a
+        duration window the rows of the last :attr:`length` of time, every row at its end time
+        included. Rows between windows (a slide longer than what a window holds) are in none.
+
+        :param rows: a positive ``int`` number of rows; 1 is a window per row.
+        :returns: a new definition of the same kind (its slide replaces one given with
+            :meth:`every`); this one is unchanged.
+        :raises ValueError: when ``rows`` is not positive.
+        :raises TypeError: for ``rows`` that is not an int.
+        """
+        _check_rows(rows, "the slide")
+        return type(self)(self.length, rows, None, self.lag_period, self.tie_break_column)
+
+    def every(self, interval: SizeLike):
+        """Evaluates a window at every multiple of ``interval`` from the epoch (Storm's ``Duration``
+        sliding interval). A count window ending there holds the last :attr:`length` rows up to
+        it, and is evaluated only when rows came since the previous one; a duration window is
+        ``(end - length, end]``, only where it holds rows, and the interval must be at most the
+        length (checked when the time column is known, as the two may be in different terms).
+
+        :param interval: a duration (``"10 seconds"``, :class:`datetime.timedelta`) or an ``int``
+            number of ticks of an integral time column.
+        :returns: a new definition of the same kind (its slide replaces one given with
+            :meth:`slide`); this one is unchanged.
+        :raises ValueError: when the interval is not positive or cannot be parsed (checked at once
+            when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for an interval of another type.
+        """
+        _check_length(interval, "a slide interval", "'10 seconds'")
+        return type(self)(self.length, None, interval, self.lag_period, self.tie_break_column)
+
+    def lag(self, lag: GraceLike):
+        """How far behind the latest row time rows may still arrive (Storm's ``withLag``), for
+        streaming queries: where the input has no ``withWatermark`` on the time column, the
+        watermark is the latest time seen minus the lag. A window is evaluated once its end is
+        behind the watermark; a row behind the watermark is late (see ``late_rows`` of
+        :func:`windowagg.window`). Batch queries ignore it.
+
+        :param lag: a duration, as a string (``"5 seconds"``) or a :class:`datetime.timedelta`;
+            zero is allowed.
+        :returns: a new definition of the same kind; this one is unchanged.
+        :raises ValueError: when the lag is negative or cannot be parsed (a timedelta is checked
+            at once; a string at once when a SparkSession is running, otherwise on first use).
+        :raises TypeError: for a lag of another type.
+        """
+        _check_lag(lag)
+        return type(self)(self.length, self.slide_rows, self.slide_interval, lag, self.tie_break_column)
+
+    def tieBreak(self, column: str):  # noqa: N802 (JVM name)
+        """A column ordering rows that share a time (a sequence number, an offset): which rows a
+        count window cutting through them keeps, which row is the m-th for a slide in rows, and
+        the order ``collect_list``, ``first`` and ``last`` see. Without one, such rows are ordered
+        by the values the aggregates read: a fixed order, not one a user would choose.
+
+        :param column: the name of a column of the input whose type can be ordered.
+        :returns: a new definition of the same kind; this one is unchanged.
+        :raises ValueError: for an empty name; a column the input lacks is an AnalysisException
+            when the query is analysed.
+        :raises TypeError: for a name that is not a str.
+        """
+        column = _check_tie_break(column)
+        return type(self)(self.length, self.slide_rows, self.slide_interval, self.lag_period, column)
+
+
+class CountWindows(_StormWindows):
     """Apache Storm's count windows: per key, each window holds the last ``n`` rows up to its end.
 
     A window is evaluated at every row (:meth:`of`, Storm's ``withWindow(Count(n))``), after every
@@ -613,96 +717,13 @@ class CountWindows(WindowDefinition):
         _check_rows(n, "a count window's length")
         return cls(n, slide_rows=n)
 
-    def __init__(
-        self,
-        length: int,
-        slide_rows: Optional[int] = None,
-        slide_interval: Optional[SizeLike] = None,
-        lag: Optional[GraceLike] = None,
-        tie_break: Optional[str] = None,
-    ) -> None:
-        """Use :meth:`CountWindows.of` or :meth:`tumbling` (and :meth:`slide`, :meth:`every`,
-        :meth:`lag`, :meth:`tieBreak`) instead."""
-        #: The number of rows a window holds.
-        self.length = length
-        #: The slide in rows given with :meth:`slide` (or :meth:`tumbling`), or None.
-        self.slide_rows = slide_rows
-        #: The slide in time given with :meth:`every`, or None.
-        self.slide_interval = slide_interval
-        #: The lag given with :meth:`lag`, or None.
-        self.lag_period = lag
-        #: The tie-break column given with :meth:`tieBreak`, or None.
-        self.tie_break_column = tie_break
-        description = f"CountWindows.of({length!r})" + _storm_description(slide_rows, slide_interval, lag, tie_break)
-        super().__init__(
-            description,
-            lambda jvm: _build_count(jvm, length, slide_rows, slide_interval, lag, tie_break),
-            lambda: f"count {_rows_spec(length)}" + _storm_clauses_spec(slide_rows, slide_interval, lag, tie_break),
-        )
+    _JVM_CLASS = "windowagg.CountWindows"
 
-    def slide(self, rows: int) -> "CountWindows":
-        """Evaluates a window after every ``rows`` rows (Storm's ``Count`` sliding interval); it
-        holds the last :attr:`length` rows. A slide larger than the length leaves rows between
-        windows in none.
-
-        :param rows: a positive ``int`` number of rows; 1 is a window per row.
-        :returns: a new :class:`CountWindows` (its slide replaces one given with :meth:`every`);
-            this one is unchanged.
-        :raises ValueError: when ``rows`` is not positive.
-        :raises TypeError: for ``rows`` that is not an int.
-        """
-        _check_rows(rows, "the slide")
-        return type(self)(self.length, rows, None, self.lag_period, self.tie_break_column)
-
-    def every(self, interval: SizeLike) -> "CountWindows":
-        """Evaluates a window at every multiple of ``interval`` (from the epoch) that brings new
-        rows (Storm's ``Duration`` sliding interval): the window ending there holds the last
-        :attr:`length` rows up to it.
-
-        :param interval: a duration (``"10 seconds"``, :class:`datetime.timedelta`) or an ``int``
-            number of ticks of an integral time column.
-        :returns: a new :class:`CountWindows` (its slide replaces one given with :meth:`slide`);
-            this one is unchanged.
-        :raises ValueError: when the interval is not positive or cannot be parsed (checked at once
-            when a SparkSession is running, otherwise on first use).
-        :raises TypeError: for an interval of another type.
-        """
-        _check_length(interval, "a slide interval", "'10 seconds'")
-        return type(self)(self.length, None, interval, self.lag_period, self.tie_break_column)
-
-    def lag(self, lag: GraceLike) -> "CountWindows":
-        """How far behind the latest row time rows may still arrive (Storm's ``withLag``), for
-        streaming queries: where the input has no ``withWatermark`` on the time column, the
-        watermark is the latest time seen minus the lag. A window is evaluated once its end is
-        behind the watermark; a row behind the watermark is late (see ``late_rows`` of
-        :func:`windowagg.window`). Batch queries ignore it.
-
-        :param lag: a duration, as a string (``"5 seconds"``) or a :class:`datetime.timedelta`;
-            zero is allowed.
-        :returns: a new :class:`CountWindows`; this one is unchanged.
-        :raises ValueError: when the lag is negative or cannot be parsed (a timedelta is checked
-            at once; a string at once when a SparkSession is running, otherwise on first use).
-        :raises TypeError: for a lag of another type.
-        """
-        _check_lag(lag)
-        return type(self)(self.length, self.slide_rows, self.slide_interval, lag, self.tie_break_column)
-
-    def tieBreak(self, column: str) -> "CountWindows":  # noqa: N802 (JVM name)
-        """A column ordering rows that share a time (a sequence number, an offset), so that a
-        window cutting through them keeps the rows the user expects. Without one, such rows are
-        ordered by the values the aggregates read: a fixed order, not one a user would choose.
-
-        :param column: the name of a column of the input whose type can be ordered.
-        :returns: a new :class:`CountWindows`; this one is unchanged.
-        :raises ValueError: for an empty name; a column the input lacks is an AnalysisException
-            when the query is analysed.
-        :raises TypeError: for a name that is not a str.
-        """
-        column = _check_tie_break(column)
-        return type(self)(self.length, self.slide_rows, self.slide_interval, self.lag_period, column)
+    def _kind_spec(self) -> str:
+        return f"count {_rows_spec(self.length)}"
 
 
-class DurationWindows(WindowDefinition):
+class DurationWindows(_StormWindows):
     """Apache Storm's duration windows: per key, each window holds the rows in ``(end - length, end]``.
 
     A window is evaluated at every row, ending at its time (:meth:`of`, Storm's
@@ -752,84 +773,10 @@ class DurationWindows(WindowDefinition):
         _check_length(length, "a window length", "'5 seconds'")
         return cls(length, slide_interval=length)
 
-    def __init__(
-        self,
-        length: SizeLike,
-        slide_rows: Optional[int] = None,
-        slide_interval: Optional[SizeLike] = None,
-        lag: Optional[GraceLike] = None,
-        tie_break: Optional[str] = None,
-    ) -> None:
-        """Use :meth:`DurationWindows.of` or :meth:`tumbling` (and :meth:`slide`, :meth:`every`,
-        :meth:`lag`, :meth:`tieBreak`) instead."""
-        #: The length of time a window spans.
-        self.length = length
-        #: The slide in rows given with :meth:`slide`, or None.
-        self.slide_rows = slide_rows
-        #: The slide in time given with :meth:`every` (or :meth:`tumbling`), or None.
-        self.slide_interval = slide_interval
-        #: The lag given with :meth:`lag`, or None.
-        self.lag_period = lag
-        #: The tie-break column given with :meth:`tieBreak`, or None.
-        self.tie_break_column = tie_break
-        description = f"DurationWindows.of({length!r})" + _storm_description(slide_rows, slide_interval, lag, tie_break)
-        super().__init__(
-            description,
-            lambda jvm: _build_duration(jvm, length, slide_rows, slide_interval, lag, tie_break),
-            lambda: f"duration {_length_spec(length)}" + _storm_clauses_spec(slide_rows, slide_interval, lag, tie_break),
-        )
+    _JVM_CLASS = "windowagg.DurationWindows"
 
-    def slide(self, rows: int) -> "DurationWindows":
-        """Evaluates a window after every ``rows`` rows (Storm's ``Count`` sliding interval): the
-        window ends at that row's time and holds the rows of the last :attr:`length` up to it,
-        every row at its end time included.
-
-        :param rows: a positive ``int`` number of rows; 1 is a window per row.
-        :returns: a new :class:`DurationWindows` (its slide replaces one given with :meth:`every`);
-            this one is unchanged.
-        :raises ValueError: when ``rows`` is not positive.
-        :raises TypeError: for ``rows`` that is not an int.
-        """
-        _check_rows(rows, "the slide")
-        return type(self)(self.length, rows, None, self.lag_period, self.tie_break_column)
-
-    def every(self, interval: SizeLike) -> "DurationWindows":
-        """Windows ``(end - length, end]`` whose ends are the multiples of ``interval`` (from the
-        epoch), only those holding rows (Storm's ``Duration`` sliding interval). The interval must
-        be positive and at most the length (checked when the time column is known, as the two may
-        be in different terms).
-
-        :param interval: a duration (``"10 seconds"``, :class:`datetime.timedelta`) or an ``int``
-            number of ticks of an integral time column.
-        :returns: a new :class:`DurationWindows` (its slide replaces one given with :meth:`slide`);
-            this one is unchanged.
-        :raises ValueError: when the interval is not positive or cannot be parsed.
-        :raises TypeError: for an interval of another type.
-        """
-        _check_length(interval, "a slide interval", "'10 seconds'")
-        return type(self)(self.length, None, interval, self.lag_period, self.tie_break_column)
-
-    def lag(self, lag: GraceLike) -> "DurationWindows":
-        """How far behind the latest row time rows may still arrive (Storm's ``withLag``), for
-        streaming queries; see :meth:`CountWindows.lag`.
-
-        :returns: a new :class:`DurationWindows`; this one is unchanged.
-        :raises ValueError: when the lag is negative or cannot be parsed.
-        :raises TypeError: for a lag that is not a str or a :class:`datetime.timedelta`.
-        """
-        _check_lag(lag)
-        return type(self)(self.length, self.slide_rows, self.slide_interval, lag, self.tie_break_column)
-
-    def tieBreak(self, column: str) -> "DurationWindows":  # noqa: N802 (JVM name)
-        """A column ordering rows that share a time: which row is the m-th for a slide in rows, and
-        the order ``collect_list``, ``first`` and ``last`` see; see :meth:`CountWindows.tieBreak`.
-
-        :returns: a new :class:`DurationWindows`; this one is unchanged.
-        :raises ValueError: for an empty name.
-        :raises TypeError: for a name that is not a str.
-        """
-        column = _check_tie_break(column)
-        return type(self)(self.length, self.slide_rows, self.slide_interval, self.lag_period, column)
+    def _kind_spec(self) -> str:
+        return f"duration {_length_spec(self.length)}"
 
 
 class CustomWindows(WindowDefinition):
@@ -1010,20 +957,12 @@ def _build_unlimited(jvm: Any, start: Optional[Union[str, int]], grace: Optional
     return _with_grace(jvm, definition, grace)
 
 
-def _build_count(
-    jvm: Any, length: int, slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike],
-    tie_break: Optional[str],
+def _build_storm(
+    jvm: Any, jvm_class: str, length: SizeLike, slide_rows: Optional[int], slide_interval: Optional[SizeLike],
+    lag: Optional[GraceLike], tie_break: Optional[str],
 ) -> Any:
-    definition = _jvm.jvm_class(jvm, "windowagg.CountWindows").of(length)
-    return _with_storm_clauses(jvm, definition, slide_rows, slide_interval, lag, tie_break)
-
-
-def _build_duration(
-    jvm: Any, length: SizeLike, slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike],
-    tie_break: Optional[str],
-) -> Any:
-    # A str picks of(String), a timedelta of(Duration), an int of(long) (ticks).
-    definition = _jvm.jvm_class(jvm, "windowagg.DurationWindows").of(_span(jvm, length))
+    # An int picks of(long) (rows, or ticks), a str of(String), a timedelta of(Duration).
+    definition = _jvm.jvm_class(jvm, jvm_class).of(_span(jvm, length))
     return _with_storm_clauses(jvm, definition, slide_rows, slide_interval, lag, tie_break)
 
 

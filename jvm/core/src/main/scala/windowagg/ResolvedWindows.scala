@@ -123,11 +123,12 @@ trait RowWindows extends ResolvedWindows {
 
   /**
    * The windows of one key's rows, in order, the first at `firstPosition` among the key's rows
-   * (streaming resumes from the rows it kept); see [[RowWindowCursor]] for `until` and `leftOut`.
+   * (streaming resumes from the rows it kept); see [[RowWindowCursor]] for `until`, `views` (Storm's
+   * new and expired rows) and `leftOut`.
    */
-  def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long])(
-      leftOut: Long => Unit): RowWindowCursor[P]
+  def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long],
+      views: Boolean)(leftOut: Long => Unit): RowWindowCursor[P]
 
   override def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P] =
-    rowCursor(0L, partials.map(p => Timed(p.time, p.partial)), agg, until = None)(_ => ())
+    rowCursor(0L, partials.map(p => Timed(p.time, p.partial)), agg, until = None, views = false)(_ => ())
 }

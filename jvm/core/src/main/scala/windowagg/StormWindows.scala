@@ -1,15 +1,76 @@
 package windowagg
 
-import windowagg.core.{PartialAggregation, Reaching, RowWindowCursor, TimeSpan, Timed, WindowCursor, WindowError}
+import java.time.Duration
+
+import windowagg.core.{PartialAggregation, RowWindowCursor, TimeSpan, Timed, WindowError}
 import windowagg.core.RowWindowCursor.{LastRows, LastTicks, Length, Trigger}
 import windowagg.core.Ticks.saturatingAdd
 
 /**
- * What Storm's two kinds, [[CountWindows]] and [[DurationWindows]], share: the slide (a number of
- * rows or a length of time), the lag, the tie-break column, their spec clauses, and their
- * resolved forms.
+ * What Storm's two kinds, [[CountWindows]] and [[DurationWindows]], share as definitions: the
+ * slide (a number of rows or a length of time), the lag and the tie-break column, with their
+ * builders, spec and equality. A kind adds its length.
  */
+abstract class StormWindows[Self <: StormWindows[Self]] private[windowagg] (parts: StormWindows.Parts)
+    extends WindowDefinition {
+  import StormWindows._
+
+  /** How often a window is evaluated: every n rows (1: every row), or at multiples of a length of time. */
+  def slide: Slide = parts.slide
+  def lagPeriod: Option[TimeSpan] = parts.lag
+  override def tieBreakColumn: Option[String] = parts.tieBreak
+
+  /** This kind's windows with other parts. */
+  protected def withParts(parts: Parts): Self
+
+  /** The spec's keyword and length ("count 30 rows"), and the factory call it stands for ("CountWindows.of(30)"). */
+  protected def lengthSpec: String
+  protected def lengthString: String
+
+  /** Evaluates a window after every `rows` rows (Storm's `Count` sliding interval). */
+  def slide(rows: Long): Self = withParts(parts.copy(slide = EveryRows(StormWindows.rows(rows, "the slide"))))
+
+  /** Evaluates a window at every multiple of `interval` from the epoch (Storm's `Duration` sliding interval). */
+  def every(interval: String): Self = everyTime(TimeSpan.parse(interval))
+  def every(interval: Duration): Self = everyTime(TimeSpan.of(interval, "the slide"))
+  /** An interval in ticks of an integral time column's own unit. */
+  def every(interval: Long): Self = everyTime(TimeSpan.ticks(interval))
+
+  /**
+   * How far behind the latest row time rows may still arrive (Storm's `withLag`): the watermark
+   * is the latest time seen minus the lag, where the streaming input has no watermark of its own.
+   */
+  def lag(lag: String): Self = withLag(TimeSpan.parse(lag))
+  def lag(lag: Duration): Self = withLag(TimeSpan.of(lag, "the lag"))
+
+  /**
+   * A column ordering rows that share a time, so that the rows a window cuts through are the
+   * ones the user expects (a sequence number, an offset). Rows still tied after it are ordered by
+   * the values the aggregates read.
+   */
+  def tieBreak(column: String): Self = withParts(parts.copy(tieBreak = Some(StormWindows.tieBreak(column))))
+
+  private def everyTime(span: TimeSpan): Self = withParts(parts.copy(slide = EveryTime(TimeSpan.positive(span, "the slide"))))
+  private def withLag(span: TimeSpan): Self = withParts(parts.copy(lag = Some(StormWindows.lag(span))))
+
+  private def slideOption: Option[Slide] = if (slide == EveryRows(1)) None else Some(slide)
+  override def spec: String = lengthSpec + clausesSpec(slideOption, lagPeriod, tieBreakColumn)
+  override def toString: String = lengthString + clausesString(slideOption, lagPeriod, tieBreakColumn)
+  // the length is in the spec, which reads back to an equal definition
+  override def equals(other: Any): Boolean = other match {
+    case o: StormWindows[_] => o.getClass == getClass && o.spec == spec
+    case _ => false
+  }
+  override def hashCode: Int = spec.hashCode
+}
+
 object StormWindows {
+  /** The slide, lag and tie-break column of a definition. */
+  final case class Parts(slide: Slide, lag: Option[TimeSpan], tieBreak: Option[String])
+
+  /** Evaluated at every row, no lag, no tie-break column. */
+  val EveryRow: Parts = Parts(EveryRows(1), None, None)
+
   /** How often a window is evaluated: every n rows, or at every multiple of a length of time. */
   sealed trait Slide { def spec: String }
   final case class EveryRows(n: Long) extends Slide {
@@ -82,8 +143,9 @@ object StormWindows {
   }
 
   /**
-   * Windows cut at rows: each holds the last n rows or the last length of time up to its end, and
-   * is evaluated at every n-th row or at every multiple of a slide in time that has rows.
+   * Storm's windows, all cut at rows (as Storm keeps tuples): each holds the last n rows or the
+   * last length of time up to its end, and is evaluated at every n-th row or at multiples of a
+   * slide in time (a count window when it has new rows, a duration window when it holds rows).
    */
   final case class CutAtRows(length: Length, trigger: Trigger, graceTicks: Option[Long]) extends RowWindows {
     override def maxSpan: Long = length match {
@@ -99,36 +161,8 @@ object StormWindows {
       case LastTicks(ticks) => saturatingAdd(saturatingAdd(from, -ticks), 1)
       case LastRows(_) => Long.MinValue
     }
-    override def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long])(
-        leftOut: Long => Unit): RowWindowCursor[P] =
-      new RowWindowCursor[P](length, trigger, firstPosition, rows, agg, until, leftOut)
-  }
-
-  /**
-   * Storm's duration windows that slide in time: windows `(end − length, end]` whose ends fall on
-   * multiples of the slide, only those holding rows. They are the hopping windows
-   * `[end − length + 1, end + 1)` in ticks, swept by slicing as those are, and reported with
-   * Storm's bounds; a row behind the watermark is late, as Storm has it.
-   */
-  final case class AlignedInTime(lengthTicks: Long, slideTicks: Long, graceTicks: Option[Long]) extends ResolvedWindows {
-    /** The same windows as Kafka-style hopping windows, `[start, end)` one tick later. */
-    val hopping: TimeWindows.Resolved =
-      TimeWindows.Resolved(lengthTicks, slideTicks, Math.floorMod(1 - lengthTicks, slideTicks), graceTicks)
-
-    override def endInclusive: Boolean = true
-    override def maxSpan: Long = lengthTicks
-    override def partialTime(time: Long): Long = hopping.partialTime(time)
-    override def closesAt(time: Long): Long = time
-    override def oldestNeeded(from: Long): Long = hopping.oldestNeeded(from)
-    override def changedBy(start: Long, end: Long, times: Array[Long]): Boolean = hopping.changedBy(start + 1, end + 1, times)
-    override def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P] = {
-      val inner = hopping.cursor(partials, agg)
-      new WindowCursor[P] {
-        def advance(): Boolean = inner.advance()
-        def start: Long = inner.start - 1
-        def end: Long = inner.end - 1
-        def aggregate: P = inner.aggregate
-      }
-    }
+    override def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long],
+        views: Boolean)(leftOut: Long => Unit): RowWindowCursor[P] =
+      new RowWindowCursor[P](length, trigger, firstPosition, rows, agg, until, views, leftOut)
   }
 }

@@ -7,7 +7,7 @@ import org.apache.spark.sql.functions.col
 
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.spark.{WindowAggregateExec, WindowGroupingExpression, WindowOptions}
+import windowagg.spark.{WindowAggregateExec, WindowGroupingExpression, WindowOptions, WindowView}
 
 /**
  * The Scala (and py4j) API. Use a window as a grouping key, like Spark's own `window()`:
@@ -49,6 +49,20 @@ object functions {
 
   def window(timeColumn: String, definition: WindowDefinition, timeUnit: String): Column =
     window(col(timeColumn), definition, timeUnit)
+
+  /**
+   * Storm's `TupleWindow.getNew()`: `aggregate` (e.g. `count(lit(1))`) over the rows of each window
+   * that were not in the key's previous window. For Storm's windows (CountWindows, DurationWindows).
+   */
+  def newRows(aggregate: Column): Column = view(aggregate, WindowView.New)
+
+  /** Storm's `TupleWindow.getExpired()`: `aggregate` over the previous window's rows that are not in this one. */
+  def expiredRows(aggregate: Column): Column = view(aggregate, WindowView.Expired)
+
+  private def view(aggregate: Column, view: WindowView.View): Column = {
+    if (aggregate == null) throw new IllegalArgumentException(s"${view.name} needs an aggregate column")
+    SparkInternals.column(WindowView(SparkInternals.expression(aggregate), view))
+  }
 
   /**
    * Counters of the windowagg operators of `df`'s executed plan, after an action on it:

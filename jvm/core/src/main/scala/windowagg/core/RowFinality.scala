@@ -15,26 +15,32 @@ final class RowFinality(kind: RowWindows) {
   def isLate(time: Long, watermark: Long): Boolean = kind.closesAt(time) < watermark
 
   /**
-   * Hands `emit(start, end, aggregate)` every window whose end lies in [from, until), from the
+   * Hands `emit` the cursor at every window whose end lies in [from, until) (its bounds, aggregate
+   * and, with `views`, Storm's new and expired rows, valid during the call), from the
    * settled rows `rows` (at positions firstPosition, firstPosition + 1, …, all before `until`;
    * their buffers are handed over), and `leftOut(position)` every row from `accountedBefore` on
    * that is in no window and never will be. Returns how many rows to drop from the front (no
-   * window still to come needs them), where the next call's `accountedBefore` is, and the end
-   * of a window the kept rows already make that is not final yet (a slide in time), if any.
+   * window still to come needs them), where the next call's `accountedBefore` is, the end of a
+   * window the kept rows already make that is not final yet (a slide in time), if any, and the
+   * first row of the last window evaluated so far (the next call's `previousWindowHead`).
    */
   def settle[P](rows: IndexedSeq[Timed[P]], firstPosition: Long, accountedBefore: Long, from: Long, until: Long,
-      agg: PartialAggregation[P])(emit: (Long, Long, P) => Unit)(leftOut: Long => Unit): RowFinality.Settled = {
+      agg: PartialAggregation[P], views: Boolean = false, previousWindowHead: Option[Long] = None)(
+      emit: RowWindowCursor[P] => Unit)(leftOut: Long => Unit): RowFinality.Settled = {
     var accounted = accountedBefore
-    val cursor = kind.rowCursor(firstPosition, rows.iterator, agg, Some(until)) { position =>
+    val cursor = kind.rowCursor(firstPosition, rows.iterator, agg, Some(until), views) { position =>
       if (position >= accounted) {
         leftOut(position)
         accounted = position + 1
       }
     }
-    while (cursor.advance()) if (cursor.end >= from) emit(cursor.start, cursor.end, cursor.aggregate)
+    while (cursor.advance()) if (cursor.end >= from) emit(cursor)
     val oldest = kind.oldestNeeded(until)
+    // with views, the last window evaluated (now or by an earlier call) stays whole: it is the next window's previous one
+    val lastWindowHead = cursor.lastWindowHead.orElse(previousWindowHead)
+    val keepFrom = if (views) lastWindowHead.fold(Long.MaxValue)(_ - firstPosition) else Long.MaxValue
     var drop = 0
-    while (drop < rows.length && (rows(drop).time < oldest || rows.length - drop > kind.rowsNeeded)) drop += 1
+    while (drop < rows.length && drop < keepFrom && (rows(drop).time < oldest || rows.length - drop > kind.rowsNeeded)) drop += 1
     // rows dropped before any window held them (nor will one) are in none
     val dropUntil = firstPosition + drop
     var position = math.max(accounted, cursor.coveredUntil)
@@ -42,10 +48,10 @@ final class RowFinality(kind: RowWindows) {
       leftOut(position)
       position += 1
     }
-    RowFinality.Settled(drop, math.max(accounted, dropUntil), cursor.waitingFor)
+    RowFinality.Settled(drop, math.max(accounted, dropUntil), cursor.waitingFor, lastWindowHead)
   }
 }
 
 object RowFinality {
-  final case class Settled(drop: Int, accountedBefore: Long, nextEnd: Option[Long])
+  final case class Settled(drop: Int, accountedBefore: Long, nextEnd: Option[Long], lastWindowHead: Option[Long])
 }

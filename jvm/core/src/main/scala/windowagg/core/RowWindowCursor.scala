@@ -5,13 +5,19 @@ import scala.collection.mutable
 /**
  * The windows of one key for a kind cut at rows (Storm's windows), in one pass over its rows in
  * order of (time, tie-break), one partial per row. A window is evaluated at trigger points, every
- * `n` rows or at every multiple of a slide in time, and holds the last `n` rows or the rows of the
- * last `length` of time up to its end. The rows of the current window are a FIFO through a
+ * `n` rows or at multiples of a slide in time, and holds the last `n` rows or the rows of the last
+ * `length` of time up to its end. The rows of the current window are a FIFO through a
  * [[FifoAggregator]], so a window costs amortized O(1) merges however many rows it holds.
  *
  * Reported bounds: `end` is the window's last time (inclusive); `start` is `end − length`
  * (exclusive, as Storm's `(end − length, end]`) for a length of time, and the time of the window's
  * first row for a length in rows.
+ *
+ * With `views`, each window also has Storm's window view (`TupleWindow.getNew()` and
+ * `getExpired()`): the aggregate of its rows that were not in the key's previous window, and of the
+ * previous window's rows that are not in it. Windows move forward through the rows, so both are
+ * runs of rows; each row is merged into them at most once (a copy of every row is kept from the
+ * previous window's first row on).
  *
  * @param firstPosition the place of the first row among the key's rows (row triggers count from 0)
  * @param until None when the rows are all there are (batch): rows still waiting at the end are in
@@ -25,6 +31,7 @@ final class RowWindowCursor[P](
     rows: Iterator[Timed[P]],
     agg: PartialAggregation[P],
     until: Option[Long],
+    views: Boolean,
     leftOut: Long => Unit) extends WindowCursor[P] {
   import RowWindowCursor._
 
@@ -39,6 +46,16 @@ final class RowWindowCursor[P](
   private var repeats = 0 // further evaluations of the current window (several triggers at one time)
   private var finished = false
   private var waiting: Option[Long] = None
+  private var evaluatedAny = false
+
+  // the window view: copies of the rows from `copiesFrom` on, and the previous window's rows
+  private val copies = new mutable.ArrayDeque[P]()
+  private var copiesFrom = firstPosition
+  private var previousHead = 0L
+  private var previousUntil = 0L // one past the previous window's last row
+  private var newAggregate: P = _
+  private var expiredAggregate: P = _
+  private lazy val nothing: P = agg.newEmpty()
 
   private var currentStart = 0L
   private var currentEnd = 0L
@@ -48,15 +65,28 @@ final class RowWindowCursor[P](
   def end: Long = currentEnd
   def aggregate: P = currentAggregate
 
+  /** With `views`: the aggregate of this window's rows that were not in the key's previous window. */
+  def newRows: P = newAggregate
+
+  /** With `views`: the aggregate of the previous window's rows that are not in this window. */
+  def expiredRows: P = expiredAggregate
+
   /** Rows before this position have been in a window or left (and were reported) by now. */
   def coveredUntil: Long = covered
 
   /** The end of the window the cursor stopped before, not yet final at `until`, if any. */
   def waitingFor: Option[Long] = waiting
 
+  /** The position of the last evaluated window's first row, if a window was evaluated. */
+  def lastWindowHead: Option[Long] = if (evaluatedAny) Some(previousHead) else None
+
   def advance(): Boolean = {
     if (repeats > 0) {
       repeats -= 1
+      if (views) { // the same window again: nothing new, nothing expired
+        newAggregate = nothing
+        expiredAggregate = nothing
+      }
       return true
     }
     val evaluated = trigger match {
@@ -72,7 +102,7 @@ final class RowWindowCursor[P](
 
   /** Reads rows up to the next n-th row; evaluates the window there. */
   private def nextRowTrigger(n: Long): Boolean = {
-    while (input.hasNext && (until.isEmpty || input.head.time < evaluateBefore)) {
+    while (input.hasNext && input.head.time < evaluateBefore) {
       val position = push()
       if ((position + 1) % n == 0) {
         val end = lastTime
@@ -92,17 +122,36 @@ final class RowWindowCursor[P](
     false
   }
 
-  /** Reads the rows up to the next multiple of the slide that has rows; evaluates the window ending there. */
+  /**
+   * Evaluates the window at the next multiple of the slide: for a length of time, the next one
+   * that holds rows; for a count, the next one that brings new rows (otherwise it would repeat
+   * the previous window).
+   */
   private def nextSlideEnd(slide: Long): Boolean = {
-    if (!input.hasNext) return false
-    val end = ceiling(input.head.time, slide)
-    if (until.isDefined && end >= evaluateBefore) {
-      waiting = Some(end)
-      return false
+    var end = length match {
+      case LastTicks(_) if evaluatedAny => Ticks.saturatingAdd(currentEnd, slide)
+      case _ =>
+        if (!input.hasNext) return false
+        ceiling(input.head.time, slide)
     }
-    while (input.hasNext && input.head.time <= end) push()
-    evaluate(end)
-    true
+    while (true) {
+      if (end >= evaluateBefore) {
+        waiting = Some(end)
+        return false
+      }
+      while (input.hasNext && input.head.time <= end) push()
+      length match {
+        case LastTicks(ticks) => expireUpTo(Ticks.saturatingAdd(end, -ticks))
+        case LastRows(_) =>
+      }
+      if (times.nonEmpty) {
+        evaluate(end)
+        return true
+      }
+      if (!input.hasNext) return false
+      end = ceiling(input.head.time, slide)
+    }
+    false
   }
 
   private def push(): Long = {
@@ -111,6 +160,7 @@ final class RowWindowCursor[P](
       throw new IllegalStateException(s"row window input must be in time order: ${row.time} after $lastTime")
     }
     lastTime = row.time
+    if (views) copies += agg.mergeInto(agg.newEmpty(), row.partial) // the FIFO takes the buffer itself
     window.push(row.partial)
     times += row.time
     val position = nextPosition
@@ -129,11 +179,13 @@ final class RowWindowCursor[P](
     headPosition += 1
   }
 
+  private def expireUpTo(time: Long): Unit = while (times.nonEmpty && times.head <= time) pop()
+
   private def evaluate(end: Long): Unit = {
     length match {
       case LastTicks(ticks) =>
         val after = Ticks.saturatingAdd(end, -ticks)
-        while (times.nonEmpty && times.head <= after) pop()
+        expireUpTo(after)
         currentStart = after
       case LastRows(_) =>
         currentStart = times.head
@@ -141,6 +193,35 @@ final class RowWindowCursor[P](
     currentEnd = end
     currentAggregate = window.aggregate
     covered = nextPosition
+    if (views) view()
+    previousHead = headPosition
+    evaluatedAny = true
+  }
+
+  /** The rows new in this window, those of the previous one gone from it; then keeps copies from this window on. */
+  private def view(): Unit = {
+    if (evaluatedAny) {
+      newAggregate = combined(math.max(previousUntil, headPosition), nextPosition)
+      expiredAggregate = combined(previousHead, math.min(previousUntil, headPosition))
+    } else { // the key's first window: all its rows are new
+      newAggregate = combined(headPosition, nextPosition)
+      expiredAggregate = nothing
+    }
+    previousUntil = nextPosition
+    while (copiesFrom < headPosition) {
+      copies.removeHead()
+      copiesFrom += 1
+    }
+  }
+
+  private def combined(from: Long, until: Long): P = {
+    var result = agg.newEmpty()
+    var position = math.max(from, copiesFrom)
+    while (position < until) {
+      result = agg.mergeInto(result, copies((position - copiesFrom).toInt))
+      position += 1
+    }
+    result
   }
 
   private def ceiling(time: Long, slide: Long): Long = {
@@ -164,6 +245,6 @@ object RowWindowCursor {
   sealed trait Trigger
   /** At every n-th row (a window per row for n = 1). */
   final case class EveryRows(n: Long) extends Trigger { require(n > 0) }
-  /** At every multiple of `ticks` from the epoch that ends a slide holding rows. */
+  /** At multiples of `ticks` from the epoch (which ones: see [[RowWindowCursor]]'s `nextSlideEnd`). */
   final case class EveryTicks(ticks: Long) extends Trigger { require(ticks > 0) }
 }

@@ -25,10 +25,6 @@ object BruteForceKinds {
       }
       out.toSeq
     case r: StormWindows.CutAtRows => rowWindows(r, records.sortBy(_._1)).map { case (w, in) => w -> in.map(records.sortBy(_._1)) }
-    case a: StormWindows.AlignedInTime =>
-      val sorted = records.sortBy(_._1)
-      val ends = sorted.flatMap(r => endsHolding(r._1, a.lengthTicks, a.slideTicks)).distinct.sorted
-      ends.map(e => (e - a.lengthTicks, e) -> sorted.filter(r => r._1 > e - a.lengthTicks && r._1 <= e).toVector)
     case other => throw new IllegalArgumentException(s"no brute force for $other")
   }
 
@@ -39,7 +35,7 @@ object BruteForceKinds {
   }
 
   /** Windows of rows in their counting order, each with the indexes of the rows it holds, straight from Storm's rules. */
-  private def rowWindows[V](kind: StormWindows.CutAtRows, rows: Seq[(Long, V)]): Seq[((Long, Long), Vector[Int])] = {
+  def rowWindows[V](kind: StormWindows.CutAtRows, rows: Seq[(Long, V)]): Seq[((Long, Long), Vector[Int])] = {
     val times = rows.map(_._1)
     (kind.length, kind.trigger) match {
       case (LastRows(n), EveryRows(s)) =>
@@ -57,7 +53,10 @@ object BruteForceKinds {
           val in = times.indices.filter(i => times(i) <= e).takeRight(n.toInt).toVector
           (times(in.head), e) -> in
         }
-      case other => throw new IllegalArgumentException(s"no brute force for $other")
+      case (LastTicks(l), EveryTicks(d)) =>
+        times.flatMap(t => endsHolding(t, l, d)).distinct.sorted.map { e =>
+          (e - l, e) -> times.indices.filter(i => times(i) > e - l && times(i) <= e).toVector
+        }
     }
   }
 

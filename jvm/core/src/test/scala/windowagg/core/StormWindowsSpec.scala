@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
 import windowagg.{CountWindows, DurationWindows, ResolvedWindows, StormWindows, Timeline, WindowSpec}
-import windowagg.StormWindows.{AlignedInTime, CutAtRows}
+import windowagg.StormWindows.CutAtRows
 import windowagg.core.RowWindowCursor.{EveryRows, EveryTicks, LastRows, LastTicks}
 import windowagg.core.TestAggregations.Collect
 
@@ -28,14 +28,9 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
     kind <- Gen.oneOf(
       CutAtRows(LastRows(n), EveryRows(s), None),
       CutAtRows(LastTicks(l), EveryRows(s), None),
-      CutAtRows(LastRows(n), EveryTicks(d), None))
+      CutAtRows(LastRows(n), EveryTicks(d), None),
+      CutAtRows(LastTicks(l), EveryTicks(d), None))
   } yield kind
-
-  private val alignedKinds: Gen[AlignedInTime] = for {
-    d <- Gen.choose(1L, 12L)
-    multiple <- Gen.choose(1L, 4L)
-    extra <- Gen.choose(0L, d - 1)
-  } yield AlignedInTime(d * multiple + extra, d, None)
 
   // times from a small range, so that many rows share a time; values number the rows
   private val records: Gen[Vector[(Long, Int)]] = for {
@@ -45,12 +40,7 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
 
   private def cursorWindows(kind: ResolvedWindows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] = {
     val agg = new Collect[Int]
-    val rows = kind match {
-      case _: CutAtRows => recs.map { case (t, v) => Reaching(t, t, ArrayBuffer(v)) }
-      case _ => SweepHarness.partials(recs.map { case (t, v) => (kind.partialTime(t), v) }, agg)(v => ArrayBuffer(v))
-        .map(p => Reaching(p.time, p.time, p.partial))
-    }
-    val cursor = kind.cursor(rows.iterator, agg)
+    val cursor = kind.cursor(recs.iterator.map { case (t, v) => Reaching(t, t, ArrayBuffer(v)) }, agg)
     val out = Vector.newBuilder[(Long, Long, Vector[Int])]
     while (cursor.advance()) out += ((cursor.start, cursor.end, cursor.aggregate.toVector))
     out.result()
@@ -72,46 +62,69 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
   test("property: the rows a cursor reports as in no window are exactly those in none") {
     forAll(rowKinds, records) { (kind, recs) =>
       val left = ArrayBuffer.empty[Long]
-      val cursor = kind.rowCursor(0L, recs.iterator.map { case (t, v) => Timed(t, ArrayBuffer(v)) }, new Collect[Int], None)(left += _)
+      val cursor = kind.rowCursor(0L, recs.iterator.map { case (t, v) => Timed(t, ArrayBuffer(v)) }, new Collect[Int], None, views = false)(left += _)
       while (cursor.advance()) {}
       withClue(s"$kind, $recs\n") { left.map(_.toInt).toSet shouldBe BruteForceKinds.inNoWindow(kind, recs) }
     }
   }
 
-  test("property: duration windows sliding in time are Storm's (end − length, end], empty ones skipped") {
-    forAll(alignedKinds, records) { (kind, recs) =>
-      withClue(s"$kind, $recs\n") { cursorWindows(kind, recs) shouldBe brute(kind, recs) }
+  test("property: Storm's window view: each window's new rows are those not in the previous window, its expired rows those of the previous window not in it") {
+    forAll(rowKinds, records) { (kind, recs) =>
+      val cursor = kind.rowCursor(0L, recs.iterator.map { case (t, v) => Timed(t, ArrayBuffer(v)) }, new Collect[Int], None,
+        views = true)(_ => ())
+      val got = ArrayBuffer.empty[(Vector[Int], Vector[Int], Vector[Int])]
+      while (cursor.advance()) got += ((cursor.aggregate.toVector, cursor.newRows.toVector, cursor.expiredRows.toVector))
+      val windows = BruteForceKinds.rowWindows(kind, recs).map(_._2.map(recs(_)._2))
+      val expected = windows.indices.map { i =>
+        val previous = if (i == 0) Vector.empty[Int] else windows(i - 1)
+        (windows(i), windows(i).filterNot(previous.contains), previous.filterNot(windows(i).contains))
+      }
+      withClue(s"$kind, $recs\n") { got.toVector shouldBe expected.toVector }
     }
   }
 
   test("property: streaming, settling rows as random watermarks pass, emits exactly the batch windows and rows in none") {
-    forAll(rowKinds, records, Gen.listOfN(5, Gen.choose(-60L, 60L))) { (kind, recs, steps) =>
+    forAll(rowKinds, records, Gen.listOfN(5, Gen.choose(-60L, 60L)), Gen.oneOf(false, true)) { (kind, recs, steps, views) =>
       val finality = new RowFinality(kind)
-      val emitted = ArrayBuffer.empty[(Long, Long, Vector[Int])]
+      val emitted = ArrayBuffer.empty[Seen]
       val left = ArrayBuffer.empty[Long]
       var kept = Vector.empty[(Long, Int)]
       var firstPosition = 0L
       var accounted = 0L
       var settledUntil = Long.MinValue
+      var lastWindowHead = Option.empty[Long]
       val watermarks = (steps :+ 1000L).distinct.sorted
       withClue(s"$kind, $recs, watermarks $watermarks\n") {
         watermarks.foreach { until =>
           kept ++= recs.filter(r => r._1 >= settledUntil && r._1 < until)
           val settled = finality.settle(kept.map { case (t, v) => Timed(t, ArrayBuffer(v)) }, firstPosition, accounted,
-            settledUntil, until, new Collect[Int])((s, e, p) => emitted += ((s, e, p.toVector)))(left += _)
+            settledUntil, until, new Collect[Int], views, lastWindowHead)(w => emitted += seen(w, views))(left += _)
+          lastWindowHead = settled.lastWindowHead
           kept = kept.drop(settled.drop)
           firstPosition += settled.drop
           accounted = settled.accountedBefore
           settledUntil = until
         }
-        emitted.toVector shouldBe cursorWindows(kind, recs)
-        // rows still kept at the end may yet be in a window; every other row in none was reported, once
+        val batch = kind.rowCursor(0L, recs.iterator.map { case (t, v) => Timed(t, ArrayBuffer(v)) }, new Collect[Int], None,
+          views)(_ => ())
+        emitted.toVector shouldBe Iterator.continually(batch).takeWhile(_.advance()).map(seen(_, views)).toVector
+        // each row in no window is reported once, except rows still kept at the end (they may yet be in one)
         val stillKept = (firstPosition until recs.length.toLong).map(_.toInt).toSet
+        val inNone = BruteForceKinds.inNoWindow(kind, recs)
         left.map(_.toInt) shouldBe left.distinct.map(_.toInt)
-        left.map(_.toInt).toSet shouldBe BruteForceKinds.inNoWindow(kind, recs) -- stillKept
+        left.map(_.toInt).toSet should contain allElementsOf (inNone -- stillKept)
+        inNone should contain allElementsOf left.map(_.toInt)
+        // state stays bounded: with views, kept rows start no later than the last window's first row
+        if (views) lastWindowHead.foreach(head => firstPosition should be <= head)
       }
     }
   }
+
+  /** A window as the test compares it: bounds, rows, and with views its new and expired rows. */
+  private type Seen = (Long, Long, Vector[Int], Vector[Int], Vector[Int])
+  private def seen(w: RowWindowCursor[ArrayBuffer[Int]], views: Boolean): Seen =
+    if (views) (w.start, w.end, w.aggregate.toVector, w.newRows.toVector, w.expiredRows.toVector)
+    else (w.start, w.end, w.aggregate.toVector, Vector.empty, Vector.empty)
 
   test("Storm's worked example: length 20 s, slide 10 s; the windows and their rows") {
     val second = 1000000L
@@ -121,8 +134,7 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
       "e6" -> at(6, 0, 36), "e7" -> at(8, 0, 25), "e8" -> at(8, 0, 26), "e9" -> at(8, 0, 27), "e10" -> at(8, 0, 39))
     val kind = DurationWindows.of("20 seconds").every("10 seconds").resolve(Timeline.timestamp(ZoneOffset.UTC))
     val agg = new Collect[String]
-    val slices = SweepHarness.partials(rows.map { case (e, t) => (kind.partialTime(t), e) }, agg)(e => ArrayBuffer(e))
-    val cursor = kind.cursor(slices.iterator.map(p => Reaching(p.time, p.time, p.partial)), agg)
+    val cursor = kind.cursor(rows.iterator.map { case (e, t) => Reaching(t, t, ArrayBuffer(e)) }, agg)
     val windows = ArrayBuffer.empty[(Long, Long, Seq[String])]
     while (cursor.advance()) windows += ((cursor.start, cursor.end, cursor.aggregate.toSeq))
     windows.take(6) shouldBe Seq(
@@ -135,7 +147,7 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
   }
 
   test("a row at a window's end is in it, a row at its start is not: (end − length, end]") {
-    val kind = AlignedInTime(20L, 10L, None)
+    val kind = CutAtRows(LastTicks(20L), EveryTicks(10L), None)
     brute(kind, Seq((10L, 1), (20L, 2))).map(w => (w._1, w._2, w._3)) shouldBe
       Vector((-10L, 10L, Vector(1)), (0L, 20L, Vector(1, 2)), (10L, 30L, Vector(2)))
     cursorWindows(kind, Seq((10L, 1), (20L, 2))) shouldBe brute(kind, Seq((10L, 1), (20L, 2)))
@@ -165,8 +177,6 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
     error(CountWindows.of(10).lag("-5 seconds")) should include("the lag must not be negative")
     error(CountWindows.of(10).tieBreak(" ")) should include("tie-break column")
     error(DurationWindows.of("-1 second")) should include("window length must be positive")
-    error(DurationWindows.of("10 seconds").every("20 seconds").resolve(Timeline.timestamp(ZoneOffset.UTC))) should
-      include("longer than the window length")
     error(WindowSpec.parse("count 30")) should include("a number of rows, like 'count 30 rows'")
     error(WindowSpec.parse("count 30 rows grace 1 minute")) should include("takes no 'grace'")
     error(WindowSpec.parse("duration 1 minute tie break a b")) should include("tie break takes one column name")

@@ -107,8 +107,10 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
     val rows = (kept.iterator ++ arriving.iterator.map(r => Timed(r.time, r.partial)))
       .map(r => Timed(r.time, aggregates.fromBytes(r.partial))).toIndexedSeq
     val accounted = if (accountedBefore.exists()) accountedBefore.get() else first
-    val result = finality.settle(rows, first, accounted, from, watermark, aggregates)(
-      (s, e, p) => out += windowRow(keyRow, s, e, p))(_ => out += unwindowedRow(keyRow))
+    val result = finality.settle(rows, first, accounted, from, watermark, aggregates, spec.withViews) { w =>
+      out += (if (spec.withViews) windowRow(keyRow, w.start, w.end, w.aggregate, w.newRows, w.expiredRows)
+              else windowRow(keyRow, w.start, w.end, w.aggregate))
+    }(_ => out += unwindowedRow(keyRow))
     (first until first + result.drop).foreach(settled.removeKey)
     firstPosition.update(first + result.drop)
     accountedBefore.update(result.accountedBefore)

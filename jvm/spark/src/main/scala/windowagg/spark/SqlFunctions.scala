@@ -16,11 +16,12 @@ import windowagg.{SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
 import windowagg.core.{TimeSpan, WindowError}
 
 /**
- * The SQL surface, one registry: the extension registers every function listed in `grouping` and
- * `tables`, with its usage text.
+ * The SQL surface, one registry: the extension registers every function listed in `grouping`,
+ * `views` and `tables`, with its usage text.
  *  - `windows(ts, 'spec' [, options])`: the grouping key for any kind, spec in [[WindowSpec]]'s grammar;
  *  - `window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), 'spec', 'aggregates' [, options])`: the same as a table;
- *  - `sliding_window`, `sliding_window_agg` and `session_window_agg`: the first functions, with a size or gap argument.
+ *  - `sliding_window`, `sliding_window_agg` and `session_window_agg`: the first functions, with a size or gap argument;
+ *  - `new_rows(agg)` and `expired_rows(agg)`: Storm's window view, in an aggregation over Storm's windows.
  */
 object SqlFunctions {
 
@@ -36,6 +37,18 @@ object SqlFunctions {
       "sliding_window(time, size [, time_unit or options]) - KIP-450 sliding windows as a GROUP BY key; " +
         "select window.start and window.end",
       slidingWindow))
+
+  /** Storm's window view around an aggregate: `new_rows(count(1))`, `expired_rows(sum(x))`. */
+  val views: Seq[Entry[Expression]] = Seq(WindowView.New, WindowView.Expired).map { view =>
+    Entry(view.name,
+      s"${view.name}(aggregate) - the aggregate over the rows of each window " +
+        (if (view == WindowView.New) "that were not in the key's previous window" else "of the key's previous window that are not in it") +
+        " (Storm's window view); in an aggregation grouped by windows(ts, 'count ...' or 'duration ...')",
+      (args: Seq[Expression]) => args match {
+        case Seq(aggregate) => WindowView(aggregate, view)
+        case _ => throw WindowAggException(s"${view.name} takes one aggregate, e.g. ${view.name}(count(1)); got ${args.length} arguments")
+      })
+  }
 
   val tables: Seq[Entry[LogicalPlan]] = Seq(
     Entry("window_agg",

@@ -89,7 +89,8 @@ object StreamingWindowPlanner {
       gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
       gapType = node.gap.map(_.dataType),
       tieOrder = tieOrder(node, valueAttributes, rebind),
-      processingTime = options.processingTime)
+      processingTime = options.processingTime,
+      views = node.views)
 
     // the processors get each row's values packed in binary form, beside the keys they group by
     val packed = Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),

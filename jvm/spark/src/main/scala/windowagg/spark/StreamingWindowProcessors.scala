@@ -30,7 +30,11 @@ final case class StreamingWindowSpec(
     gapOrdinal: Option[Int] = None,
     gapType: Option[DataType] = None,
     tieOrder: Seq[Expression] = Nil,
-    processingTime: Boolean = false) {
+    processingTime: Boolean = false,
+    views: Seq[WindowView.View] = Nil) {
+
+  /** Whether some aggregate is over Storm's new or expired rows. */
+  def withViews: Boolean = views.exists(_ != WindowView.All)
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
@@ -139,6 +143,11 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row =
     emitted(WindowKind, keyRow, start, end, Some(buffer), None)
 
+  /** A window whose aggregates are over its rows, or (Storm's view) its new or its expired rows. */
+  protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow, newRows: InternalRow,
+      expiredRows: InternalRow): Row =
+    emitted(WindowKind, keyRow, start, end, Some(buffer), None, Map(WindowView.New -> newRows, WindowView.Expired -> expiredRows))
+
   protected def retractionRow(keyRow: InternalRow, start: Long, end: Long): Row =
     emitted(RetractionKind, keyRow, start, end, None, None)
 
@@ -150,7 +159,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     emitted(LateKind, keyRow, 0L, 0L, None, Some((ReasonNoWindow, null)))
 
   private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: Option[InternalRow],
-      late: Option[(String, InternalRow)]): Row = {
+      late: Option[(String, InternalRow)], viewBuffers: Map[WindowView.View, InternalRow] = Map.empty): Row = {
     val keys = spec.keySchema.length
     val n = spec.functions.length
     val row = new GenericInternalRow(spec.lateRowOrdinal + 1)
@@ -161,9 +170,17 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     else { row.setLong(spec.windowStartOrdinal, start); row.setLong(spec.windowEndOrdinal, end) }
     buffer match {
       case Some(b) =>
-        val result = aggregates.result(b)
-        i = 0
-        while (i < n) { row.update(spec.aggregateOrdinal(i), result.get(i, spec.functions(i).dataType)); i += 1 }
+        // each aggregate from the buffer of the rows it is over (the result row is reused per buffer)
+        (Map(WindowView.All -> b) ++ viewBuffers).foreach { case (view, viewBuffer) =>
+          val result = aggregates.result(viewBuffer)
+          i = 0
+          while (i < n) {
+            if (spec.views.lift(i).getOrElse(WindowView.All) == view) {
+              row.update(spec.aggregateOrdinal(i), result.get(i, spec.functions(i).dataType))
+            }
+            i += 1
+          }
+        }
       case None =>
         i = 0
         while (i < n) { row.setNullAt(spec.aggregateOrdinal(i)); i += 1 }

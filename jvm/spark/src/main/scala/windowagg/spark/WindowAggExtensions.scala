@@ -13,7 +13,7 @@ class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectResolutionRule(_ => PlaceWindowColumn)
     extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
     extensions.injectPlannerStrategy(_ => WindowAggStrategy)
-    SqlFunctions.grouping.foreach { f =>
+    (SqlFunctions.grouping ++ SqlFunctions.views).foreach { f =>
       extensions.injectFunction((FunctionIdentifier(f.name), info(f.name, f.usage), f.build))
     }
     SqlFunctions.tables.foreach { f =>

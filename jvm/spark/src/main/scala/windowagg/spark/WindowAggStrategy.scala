@@ -8,7 +8,7 @@ object WindowAggStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case a: WindowAggregate =>
       WindowAggregateExec(
-        a.keys, a.time, a.gap, a.tieBreak, a.timeColumn, a.windows, a.functions, a.filters,
+        a.keys, a.time, a.gap, a.tieBreak, a.timeColumn, a.windows, a.functions, a.filters, a.views,
         a.windowStart, a.windowEnd, a.aggregateOutput, planLater(a.child)) :: Nil
     case _ => Nil
   }

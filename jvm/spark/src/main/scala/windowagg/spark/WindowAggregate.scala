@@ -15,7 +15,8 @@ import windowagg.ResolvedWindows
  * `tieBreak` orders rows that share a time (count windows).
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
- * Aggregate), each with its FILTER predicate (`true` when it has none; a plain expression, so that
+ * Aggregate), each with the rows it is over (`views`: the window's, or Storm's new or expired
+ * rows) and its FILTER predicate (`true` when it has none; a plain expression, so that
  * plan rules such as column pruning see what it references).
  */
 case class WindowAggregate(
@@ -27,6 +28,7 @@ case class WindowAggregate(
     windows: ResolvedWindows,
     aggregateFunctions: Seq[Expression],
     filters: Seq[Expression],
+    views: Seq[WindowView.View],
     windowStart: Attribute,
     windowEnd: Attribute,
     aggregateOutput: Seq[Attribute],

@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
 
 import windowagg.{ResolvedWindows, RowWindows}
-import windowagg.core.{Reaching, Timed, WindowCursor}
+import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
 
 /**
  * Physical windowed aggregation for any kind of window: the child is clustered by the keys and
@@ -30,6 +30,7 @@ case class WindowAggregateExec(
     windows: ResolvedWindows,
     functions: Seq[AggregateFunction],
     filters: Seq[Expression],
+    views: Seq[WindowView.View],
     windowStart: Attribute,
     windowEnd: Attribute,
     aggregateOutput: Seq[Attribute],
@@ -77,6 +78,8 @@ case class WindowAggregateExec(
     val gapType = gap.map(_.dataType)
     val (keys_, functions_, filters_, timeColumn_, windows_, output_) = (keys, functions, filters, timeColumn, windows, output)
     val rowWindows_ = rowWindows
+    val views_ = views.toArray
+    val withViews = views.exists(_ != WindowView.All)
     assert(timeOrdinal >= 0 && gapOrdinal.forall(_ >= 0))
 
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
@@ -93,6 +96,7 @@ case class WindowAggregateExec(
 
       new Iterator[InternalRow] {
         private var cursor: WindowCursor[InternalRow] = _
+        private var rowCursor: RowWindowCursor[InternalRow] = _ // the same cursor, for kinds cut at rows
         private var ready = false
 
         override def hasNext: Boolean = {
@@ -101,8 +105,9 @@ case class WindowAggregateExec(
             else if (groups.startNextKey()) {
               cursor = rowWindows_ match {
                 case Some(kind) =>
-                  kind.rowCursor(0L, groups.partialsOfKey.map(p => Timed(p.time, p.partial)), aggregates, until = None)(
-                    _ => groups.countUnwindowed())
+                  rowCursor = kind.rowCursor(0L, groups.partialsOfKey.map(p => Timed(p.time, p.partial)), aggregates,
+                    until = None, views = withViews)(_ => groups.countUnwindowed())
+                  rowCursor
                 case None => windows_.cursor(groups.partialsOfKey, aggregates)
               }
               var i = 0
@@ -124,14 +129,23 @@ case class WindowAggregateExec(
           // window bounds are longs internally for TIMESTAMP, TIMESTAMP_NTZ and BIGINT alike
           outputRow.setLong(keyTypes.length, cursor.start)
           outputRow.setLong(keyTypes.length + 1, cursor.end)
-          val result = aggregates.result(cursor.aggregate)
-          var i = 0
-          while (i < resultTypes.length) {
-            outputRow.update(resultStart + i, result.get(i, resultTypes(i)))
-            i += 1
+          results(WindowView.All, cursor.aggregate)
+          if (withViews) {
+            results(WindowView.New, rowCursor.newRows)
+            results(WindowView.Expired, rowCursor.expiredRows)
           }
           windowCount += 1
           outputProjection(outputRow)
+        }
+
+        /** The values of the aggregates over `view`'s rows, from `buffer` (each evaluation reuses the result row). */
+        private def results(view: WindowView.View, buffer: InternalRow): Unit = {
+          val result = aggregates.result(buffer)
+          var i = 0
+          while (i < resultTypes.length) {
+            if (views_(i) == view) outputRow.update(resultStart + i, result.get(i, resultTypes(i)))
+            i += 1
+          }
         }
       }
     }

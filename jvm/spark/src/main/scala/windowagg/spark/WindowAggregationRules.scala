@@ -7,6 +7,8 @@ import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.windowagg.SparkInternals
 
+import windowagg.RowWindows
+
 /**
  * Resolution (runs to a fixed point with Spark's own rules): an Aggregate grouped by
  * `window(ts, definition)` gets the window as a column named `window` of its child, as Spark does
@@ -64,6 +66,10 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         case w: WindowGroupingExpression if w.childrenResolved =>
           throw WindowAggException(
             s"$w can only be used as a grouping key: df.groupBy(..., window(ts, definition)) or GROUP BY windows(ts, 'spec')")
+        case v: WindowView if v.childrenResolved =>
+          throw WindowAggException(
+            s"${v.sql} is Storm's window view: it can only be used in an aggregation grouped by Storm's windows " +
+              "(CountWindows, DurationWindows)")
         case _ =>
       })
     }
@@ -112,23 +118,32 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       if (pulledKeys.isEmpty && timeAlias.isEmpty && gap.forall(_._2.isEmpty) && tieBreak.forall(_._2.isEmpty)) child
       else Project(child.output ++ pulledKeys ++ timeAlias ++ gap.flatMap(_._2) ++ tieBreak.flatMap(_._2), child)
 
-    val aggregates = a.aggregateExpressions.flatMap(_.collect { case ae: AggregateExpression => ae })
-      .foldLeft(Seq.empty[AggregateExpression]) { (seen, ae) =>
-        if (seen.exists(_.semanticEquals(ae))) seen else seen :+ ae
+    // each aggregate with the rows it is over: all of the window's, or Storm's view (new or expired rows)
+    val aggregates = a.aggregateExpressions.flatMap(viewed)
+      .foldLeft(Seq.empty[(AggregateExpression, WindowView.View)]) { case (seen, (ae, view)) =>
+        if (seen.exists { case (e, v) => v == view && e.semanticEquals(ae) }) seen else seen :+ ((ae, view))
       }
     a.aggregateExpressions.foreach(checkNoUnsupportedFunction)
-    aggregates.foreach(checkMergeable)
-    val aggregateOutput = aggregates.map { ae =>
-      AttributeReference(ae.aggregateFunction.prettyName, ae.dataType, ae.nullable)()
+    aggregates.foreach { case (ae, _) => checkMergeable(ae) }
+    aggregates.collectFirst { case (ae, view) if view != WindowView.All && !windows.isInstanceOf[RowWindows] =>
+      throw WindowAggException(
+        s"${view.name}(${ae.sql}) is Storm's window view, for Storm's windows (CountWindows, DurationWindows); " +
+          s"${window.definition} has no previous window to compare with")
     }
+    val aggregateOutput = aggregates.map { case (ae, view) =>
+      val name = if (view == WindowView.All) ae.aggregateFunction.prettyName else s"${view.name}(${ae.aggregateFunction.prettyName})"
+      AttributeReference(name, ae.dataType, ae.nullable)()
+    }
+    def outputOf(ae: AggregateExpression, view: WindowView.View): Attribute =
+      aggregateOutput(aggregates.indexWhere { case (e, v) => v == view && e.semanticEquals(ae) })
 
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
     val node = WindowAggregate(
       keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), timeColumn, windows,
-      aggregates.map(_.aggregateFunction), aggregates.map(_.filter.getOrElse(Literal.TrueLiteral)),
-      windowStart, windowEnd, aggregateOutput, input)
+      aggregates.map(_._1.aggregateFunction), aggregates.map(_._1.filter.getOrElse(Literal.TrueLiteral)),
+      aggregates.map(_._2), windowStart, windowEnd, aggregateOutput, input)
 
     val bounds = CreateNamedStruct(Seq(Literal("start"), windowStart, Literal("end"), windowEnd))
     // late rows emitted by a streaming aggregation have no window
@@ -136,8 +151,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       if (child.isStreaming && window.options.emitLateRows) If(IsNull(windowStart), Literal(null, bounds.dataType), bounds)
       else bounds
     def replace(e: Expression): Expression = e.transformDown {
-      case ae: AggregateExpression =>
-        aggregateOutput(aggregates.indexWhere(_.semanticEquals(ae)))
+      case WindowView(child, view) => child.transformDown { case ae: AggregateExpression => outputOf(ae, view) }
+      case ae: AggregateExpression => outputOf(ae, WindowView.All)
       case attr: Attribute if attr.semanticEquals(windowColumn) => windowStruct
       case k if !k.isInstanceOf[Attribute] && keyExpressions.exists(_.semanticEquals(k)) =>
         keyAttributes(keyExpressions.indexWhere(_.semanticEquals(k)))
@@ -174,6 +189,19 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         throw WindowAggException(
           s"with time 'processing' the time column must be current_timestamp(), the micro-batch's processing time; got '${other.sql}'")
     }
+  }
+
+  /** The aggregates in `e`, each with the rows it is over: those inside a view over the view's rows. */
+  private def viewed(e: Expression): Seq[(AggregateExpression, WindowView.View)] = e match {
+    case v @ WindowView(child, view) =>
+      val inside = child.collect { case ae: AggregateExpression => ae }
+      if (inside.isEmpty || child.exists(_.isInstanceOf[WindowView])) {
+        throw WindowAggException(
+          s"${v.prettyName} takes an expression of aggregates, not of other views, e.g. ${v.prettyName}(count(1)); got ${child.sql}")
+      }
+      inside.map(ae => (ae, view))
+    case ae: AggregateExpression => Seq((ae, WindowView.All))
+    case other => other.children.flatMap(viewed)
   }
 
   private def checkNoUnsupportedFunction(e: Expression): Unit = e.foreach {

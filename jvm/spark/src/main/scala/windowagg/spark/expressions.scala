@@ -99,3 +99,27 @@ case class PackedRow(children: Seq[Expression]) extends Expression with CodegenF
   }
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PackedRow = copy(children = newChildren)
 }
+
+/**
+ * Storm's window view around aggregates (`TupleWindow.getNew()` and `getExpired()`):
+ * `new_rows(e)` is `e` with every aggregate in it over the rows of a window that were not in the
+ * key's previous window, `expired_rows(e)` over the previous window's rows that are not in it.
+ * Only inside an aggregation grouped by Storm's windows, whose rules replace it by the value;
+ * never evaluated.
+ */
+case class WindowView(child: Expression, view: WindowView.View) extends UnaryExpression with Unevaluable {
+  override def dataType: DataType = child.dataType
+  override def nullable: Boolean = child.nullable
+  override def prettyName: String = view.name
+  override def sql: String = s"$prettyName(${child.sql})"
+  override protected def withNewChildInternal(newChild: Expression): WindowView = copy(child = newChild)
+}
+
+object WindowView {
+  /** Which rows of a window an aggregate is over. */
+  sealed abstract class View(val name: String) extends Serializable
+  /** All of the window's rows: a plain aggregate. */
+  case object All extends View("all_rows")
+  case object New extends View("new_rows")
+  case object Expired extends View("expired_rows")
+}

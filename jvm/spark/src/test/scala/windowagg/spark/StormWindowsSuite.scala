@@ -150,28 +150,6 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     } finally query.stop()
   }
 
-  test("duration windows sliding in time also emit updates; their last values are the batch windows") {
-    val rnd = new Random(8)
-    val rows = (0 until 120).map(_ => (s"k${rnd.nextInt(2)}", (100 + rnd.nextInt(60)) * 1000000L, rnd.nextInt(20).toLong))
-    val definition = DurationWindows.of("20 seconds").every("10 seconds")
-    def query(df: DataFrame, options: Map[String, String]) = {
-      val timed = df.toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
-      (if (df.isStreaming) timed.withWatermark("ts", "1 hour") else timed)
-        .groupBy(col("k"), window(col("ts"), definition, options)).agg(count(lit(1)).as("n"), sum("v").as("s"))
-        .select(col("k"), unix_micros(col("window.start")).as("start"), unix_micros(col("window.end")).as("end"), col("n"), col("s"))
-    }
-    val expected = query(rows.toDF(), Map.empty).collect().map(_.toString).sorted.toSeq
-    val input = MemoryStream[(String, Long, Long)](spark)
-    val out = query(input.toDF(), Map("emit" -> "updates")).writeStream
-      .format("memory").queryName("storm_updates").outputMode("update").start()
-    try {
-      rows.grouped(30).foreach { part => input.addData(part); out.processAllAvailable() }
-    } finally out.stop()
-    val last = spark.table("storm_updates").collect().groupBy(r => (r.getString(0), r.getLong(1), r.getLong(2)))
-      .values.map(_.maxBy(_.getLong(3)).toString).toSeq.sorted
-    assert(last == expected)
-  }
-
   test("processing time: windows of the rows of each micro-batch, closed by Spark's processing-time clock") {
     val input = MemoryStream[(String, Long)](spark)
     val query = input.toDF().toDF("k", "v")
@@ -197,6 +175,69 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     } finally query.stop()
   }
 
+  /** Storm's view, from the windows' rows (a brute force over the rows in (ts, seq) order): (key, rows, new, expired) per window. */
+  private def views(df: DataFrame, definition: WindowDefinition): Seq[(String, Seq[Long], Seq[Long], Seq[Long])] = {
+    val kind = definition.resolve(windowagg.Timeline.timestamp(java.time.ZoneOffset.UTC)).asInstanceOf[windowagg.StormWindows.CutAtRows]
+    df.collect().map(r => (r.getString(0), micros(r.getTimestamp(1)), r.getLong(3))).groupBy(_._1).toSeq.flatMap { case (k, rows) =>
+      val ordered = rows.sortBy(r => (r._2, r._3))
+      val windows = windowagg.core.BruteForceKinds.rowWindows(kind, ordered.map(r => (r._2, r._3))).map(_._2.map(i => ordered(i)._3))
+      windows.indices.map { i =>
+        val previous = if (i == 0) Vector.empty[Long] else windows(i - 1)
+        (k, windows(i).sorted, windows(i).filterNot(previous.contains).sorted, previous.filterNot(windows(i).contains).sorted)
+      }
+    }.sortBy(_.toString)
+  }
+
+  private def withViews(df: DataFrame, definition: WindowDefinition): DataFrame =
+    df.groupBy(col("k"), window(col("ts"), definition)).agg(
+      array_sort(collect_list("seq")).as("rows"),
+      windowagg.functions.newRows(array_sort(collect_list("seq"))).as("new"),
+      windowagg.functions.expiredRows(array_sort(collect_list("seq"))).as("expired"),
+      windowagg.functions.newRows(count(lit(1))).as("new_count"),
+      windowagg.functions.expiredRows(count(lit(1))).as("expired_count"))
+
+  private def viewResult(df: DataFrame): Seq[(String, Seq[Long], Seq[Long], Seq[Long])] = df.collect().map { r =>
+    assert(r.getAs[Long]("new_count") == r.getAs[Seq[Long]]("new").length)
+    assert(r.getAs[Long]("expired_count") == r.getAs[Seq[Long]]("expired").length)
+    (r.getString(0), r.getAs[Seq[Long]]("rows"), r.getAs[Seq[Long]]("new"), r.getAs[Seq[Long]]("expired"))
+  }.toSeq.sortBy(_.toString)
+
+  private val viewDefinitions = Seq(
+    CountWindows.of(3).slide(2).tieBreak("seq"), CountWindows.of(2).every("3 seconds").tieBreak("seq"),
+    DurationWindows.of("5 seconds").tieBreak("seq"), DurationWindows.of("5 seconds").slide(3).tieBreak("seq"),
+    DurationWindows.of("6 seconds").every("2 seconds"), DurationWindows.of("2 seconds").every("3 seconds"))
+
+  test("Storm's window view: new_rows(agg) and expired_rows(agg) are over the rows new in a window and gone from the previous one") {
+    val df = events(9, 200)
+    for (definition <- viewDefinitions) assert(viewResult(withViews(df, definition)) == views(df, definition), definition.toString)
+    df.createOrReplaceTempView("storm_view_events")
+    val sql = spark.sql(
+      """SELECT k, array_sort(collect_list(seq)) AS rows, new_rows(array_sort(collect_list(seq))) AS new,
+        |  expired_rows(array_sort(collect_list(seq))) AS expired, new_rows(count(1)) AS new_count,
+        |  expired_rows(count(1)) AS expired_count
+        |FROM storm_view_events GROUP BY k, windows(ts, 'count 3 rows every 2 rows tie break seq')""".stripMargin)
+    assert(viewResult(sql) == views(df, viewDefinitions.head))
+  }
+
+  test("Storm's window view in streaming equals batch under random micro-batch splits") {
+    val rnd = new Random(10)
+    val rows = (0 until 150).map(i => (s"k${rnd.nextInt(2)}", (100 + rnd.nextInt(40)) * 1000000L, rnd.nextInt(20).toLong, i.toLong))
+    val toTs = (df: DataFrame) => df.toDF("k", "t", "v", "seq").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"), col("seq"))
+    for ((definition, i) <- viewDefinitions.zipWithIndex) {
+      val expected = viewResult(withViews(toTs(rows.toDF()), definition))
+      val input = MemoryStream[(String, Long, Long, Long)](spark)
+      val name = s"storm_view_$i"
+      val query = withViews(toTs(input.toDF()).withWatermark("ts", "1 minute"), definition)
+        .writeStream.format("memory").queryName(name).outputMode("append").start()
+      try {
+        new Random(i).shuffle(rows.grouped(25).toSeq).foreach { part => input.addData(part); query.processAllAvailable() }
+        input.addData(("flush", 10000L * 1000000L, 0L, -1L))
+        query.processAllAvailable()
+      } finally query.stop()
+      assert(viewResult(spark.table(name).where(col("k") =!= "flush")) == expected, definition.toString)
+    }
+  }
+
   test("bad input is refused at analysis with a message naming the problem") {
     val df = events(5, 10)
     def error(f: => Any): String = intercept[AnalysisException](f).getMessage
@@ -213,6 +254,14 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
       .contains("time 'processing' needs a streaming DataFrame"))
     assert(error(stream.groupBy(window(col("ts"), DurationWindows.of("1 second"), Map("time" -> "processing"))).count())
       .contains("the time column must be current_timestamp()"))
+    assert(error(df.groupBy(window(col("ts"), windowagg.SlidingWindows.of("1 minute")))
+      .agg(windowagg.functions.newRows(count(lit(1)))).collect()).contains("Storm's window view, for Storm's windows"))
+    assert(error(df.groupBy(col("k")).agg(windowagg.functions.expiredRows(count(lit(1)))).collect())
+      .contains("can only be used in an aggregation grouped by Storm's windows"))
+    assert(error(df.groupBy(window(col("ts"), CountWindows.of(2))).agg(windowagg.functions.newRows(col("v") + 1)).collect())
+      .contains("new_rows takes an expression of aggregates"))
+    assert(error(stream.groupBy(window(col("ts"), DurationWindows.of("1 second").every("1 second"), Map("emit" -> "updates")))
+      .count()).contains("its windows come out final only"))
     assert(error(spark.sql("SELECT count(1) FROM VALUES (timestamp'2026-01-01 00:00:00') AS t(ts) " +
       "GROUP BY windows(ts, 'count 0 rows')").collect()).contains("positive number of rows"))
   }
