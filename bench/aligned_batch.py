@@ -81,6 +81,7 @@ CAL_SPEC = "calendar 1 month"
 CAL_ZONE = "America/New_York"
 CAL_ZONE_SPEC = f"calendar 1 month in ''{CAL_ZONE}''"  # inside the SQL string literal of windows(ts, '...')
 AGG_SQL = "sum(v) AS s, count(1) AS n, avg(v) AS a"
+PAGE = "benchmarks-aligned.md"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -116,18 +117,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--long-run", type=float, default=60.0,
                    help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one "
                         "timed run (60)")
-    p.add_argument("--contended", type=float, default=0.2,
-                   help="a run during which other processes used more than this many cores is contended (0.2)")
-    p.add_argument("--retries", type=int, default=0, help="repeat a contended short timed run up to N times (0)")
-    p.add_argument("--quiet-wait", type=float, default=0.0, help="wait up to N s for a quiet machine before each run (0)")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--shuffle-partitions", type=int, default=4)
-    p.add_argument("--driver-memory", default="8g")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--tag", help="results file stem suffix (default quick or full)")
-    p.add_argument("--docs", dest="docs", action="store_true", default=None,
-                   help="render docs/benchmarks-aligned.md and its plot at the end (default: on unless --quick)")
-    p.add_argument("--no-docs", dest="docs", action="store_false")
+    harness.add_run_args(p, PAGE)
     p.add_argument("--report", metavar="JSON", nargs="+",
                    help="only re-render the docs from results file(s); with several, each later file's sections "
                         "replace or add to the first's and keep their own run time and git commit")
@@ -305,32 +295,15 @@ def main(argv=None) -> int:
         render([Path(x) for x in a.report])
         return 0
     log(f"args: {vars(a)}")
-    spark = harness.build_session("windowagg-bench-aligned", master=a.master,
-                                  shuffle_partitions=a.shuffle_partitions, driver_memory=a.driver_memory,
-                                  use_tmp_jar=False)  # this checkout's build (the installed package's jar)
-    spark.sparkContext.setLogLevel("FATAL")  # cancelled runs log stack traces at ERROR
-    if not harness.windowagg_loadable(spark):
-        log("windowagg is not loadable: nothing to compare")
+    spark, res = harness.start(a, "windowagg-bench-aligned", "aligned_batch")
+    if res is None:
         return 1
     out = RESULTS_DIR / f"aligned_batch-{a.tag}.json"
-    res = {
-        "benchmark": "aligned_batch",
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_rev": harness.git_rev(),
-        "args": vars(a),
-        "config": {"master": a.master, "spark.sql.shuffle.partitions": a.shuffle_partitions,
-                   "spark.driver.memory": a.driver_memory,
-                   "spark.sql.adaptive.enabled": spark.conf.get("spark.sql.adaptive.enabled"),
-                   "spark.sql.adaptive.coalescePartitions.enabled":
-                       spark.conf.get("spark.sql.adaptive.coalescePartitions.enabled"),
-                   "windowagg_jar": harness.jar_info()},
-        "machine": harness.machine_info(spark),
+    res.update({
         "sections": {},
         "runs": [],
         "finished": None,
-    }
-    log(f"machine: {res['machine']}")
-    log(f"jar: {res['config']['windowagg_jar']}")
+    })
 
     def save():
         harness.write_json(res, out)

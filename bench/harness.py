@@ -9,6 +9,9 @@
                                 contended runs marked, contended short runs optionally retried
   write_json(res, path)         atomic result-file write
   ratio(a, b)                   a / b or None
+  add_run_args(p, page)         the flags every batch benchmark takes (contention, session, seed, tag, docs)
+  start(a, app, benchmark, ...) session + the results' header (git, args, config, machine)
+  segment_tree_conf(spark)      Spark's opt-in segment-tree window frame settings in force
 
 Nothing here runs at import time.
 """
@@ -418,3 +421,69 @@ def write_json(res: dict, path: Path) -> Path:
     tmp.write_text(json.dumps(res, indent=2, default=str) + "\n")
     tmp.replace(path)
     return path
+
+
+# ------------------------------------------------------------------------------ shared by the batch scripts
+
+SEGTREE_CONF = "spark.sql.window.segmentTree.enabled"
+SEGTREE_KEYS = [SEGTREE_CONF, "spark.sql.window.segmentTree.minPartitionRows",
+                "spark.sql.window.segmentTree.blockSize", "spark.sql.window.segmentTree.fanout"]
+
+
+def segment_tree_conf(spark) -> dict:
+    """The segment-tree settings in force (their defaults; spark.conf.get(k, default) would only
+    show explicitly set values). "<not a config>" if this Spark does not know the key."""
+    jconf = spark._jsparkSession.sessionState().conf()
+    out = {}
+    for k in SEGTREE_KEYS:
+        try:
+            out[k] = str(jconf.getConfString(k))
+        except Exception:
+            out[k] = "<not a config>"
+    return out
+
+
+def add_run_args(p, page: str) -> None:
+    """The flags every batch benchmark takes: contention, the session, the seed, the results' tag,
+    and whether to render `page` (a docs file name) at the end."""
+    p.add_argument("--contended", type=float, default=0.2,
+                   help="a run during which other processes used more than this many cores is contended (0.2)")
+    p.add_argument("--retries", type=int, default=0, help="repeat a contended short timed run up to N times (0)")
+    p.add_argument("--quiet-wait", type=float, default=0.0, help="wait up to N s for a quiet machine before each run (0)")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--shuffle-partitions", type=int, default=4)
+    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--tag", help="results file stem suffix (default quick or full)")
+    p.add_argument("--docs", dest="docs", action="store_true", default=None,
+                   help=f"render docs/{page} and its plot at the end (default: on unless --quick)")
+    p.add_argument("--no-docs", dest="docs", action="store_false")
+
+
+def start(a, app_name: str, benchmark: str, extra_config: Callable[[object], dict] | None = None):
+    """The session (this checkout's build: the installed package's jar) and the results' header, or
+    (spark, None) when windowagg cannot be loaded."""
+    spark = build_session(app_name, master=a.master, shuffle_partitions=a.shuffle_partitions,
+                          driver_memory=a.driver_memory, use_tmp_jar=False)
+    spark.sparkContext.setLogLevel("FATAL")  # cancelled runs log stack traces at ERROR
+    if not windowagg_loadable(spark):
+        log("windowagg is not loadable: nothing to compare")
+        return spark, None
+    config = {"master": a.master, "spark.sql.shuffle.partitions": a.shuffle_partitions,
+              "spark.driver.memory": a.driver_memory,
+              "spark.sql.adaptive.enabled": spark.conf.get("spark.sql.adaptive.enabled"),
+              "spark.sql.adaptive.coalescePartitions.enabled":
+                  spark.conf.get("spark.sql.adaptive.coalescePartitions.enabled"),
+              **(extra_config(spark) if extra_config else {}),
+              "windowagg_jar": jar_info()}
+    res = {
+        "benchmark": benchmark,
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_rev": git_rev(),
+        "args": vars(a),
+        "config": config,
+        "machine": machine_info(spark),
+    }
+    log(f"machine: {res['machine']}")
+    log(f"config: {config}")
+    return spark, res

@@ -221,22 +221,8 @@ def query(name: str, df, size_s: int, wa: WindowAgg, partitions: int):
     raise ValueError(name)
 
 
-SEGTREE_CONF = "spark.sql.window.segmentTree.enabled"
-SEGTREE_KEYS = [SEGTREE_CONF, "spark.sql.window.segmentTree.minPartitionRows",
-                "spark.sql.window.segmentTree.blockSize", "spark.sql.window.segmentTree.fanout"]
-
-
-def segment_tree_conf(spark) -> dict:
-    """The segment-tree settings in force (their defaults; spark.conf.get(k, default) would only
-    show explicitly set values). "<not a config>" if this Spark does not know the key."""
-    jconf = spark._jsparkSession.sessionState().conf()
-    out = {}
-    for k in SEGTREE_KEYS:
-        try:
-            out[k] = str(jconf.getConfString(k))
-        except Exception:
-            out[k] = "<not a config>"
-    return out
+SEGTREE_CONF = harness.SEGTREE_CONF
+segment_tree_conf = harness.segment_tree_conf
 
 
 # /proc CPU accounting and the run timer live in harness.py; these names stay importable from here

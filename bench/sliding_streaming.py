@@ -11,6 +11,8 @@ per key `k` over windows of size S, in append mode, into the `noop` sink:
   windowagg  groupBy(k, windowagg.window(ts, SlidingWindows.of(S), emit=final))  -- KIP-450 windows
   tumbling   groupBy(k, window(ts, S))                                             -- Spark, tumbling
   hopping    groupBy(k, window(ts, S, S/10))                                       -- Spark, hopping
+  count      groupBy(k, windowagg.window(ts, CountWindows.of(N).slide(M)))  -- Storm's count windows
+             (opt-in: --competitors count,...; N = --count-length, M = --count-slide)
 
 Per run: events per second = events / the sum of the micro-batches' `triggerExecution` durations
 (query progress; no-data batches included), and per micro-batch the state rows
@@ -55,15 +57,18 @@ IMG = REPO / "docs" / "img" / "sliding_streaming.png"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 COMPETITORS = ["windowagg", "tumbling", "hopping"]
+OPT_IN = ["count"]
 LABELS = {
     "windowagg": "windowagg sliding windows (KIP-450, final emission)",
     "tumbling": "Spark tumbling `window(ts, S)`",
     "hopping": "Spark hopping `window(ts, S, S/10)`",
+    "count": "windowagg count windows (Storm's `Count(N), Count(M)`)",
 }
 STYLE = {
     "windowagg": dict(color="tab:blue", linewidth=2.2),
     "tumbling": dict(color="tab:orange"),
     "hopping": dict(color="tab:green"),
+    "count": dict(color="tab:purple"),
 }
 
 _T0 = time.time()
@@ -92,7 +97,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--warmup-batches", type=int, default=3, help="files of the untimed warm-up run (default 3)")
     p.add_argument("--timeout", type=float, help="seconds before a run is stopped (default 1800; quick 300); "
                                                  "a stopped run still reports the micro-batches it finished")
-    p.add_argument("--competitors", default=",".join(COMPETITORS), help=f"subset of {','.join(COMPETITORS)}")
+    p.add_argument("--competitors", default=",".join(COMPETITORS),
+                   help=f"subset of {','.join(COMPETITORS + OPT_IN)}")
+    p.add_argument("--count-length", type=int, default=100, help="rows of a count window (count competitor; 100)")
+    p.add_argument("--count-slide", type=int, default=10, help="rows between count windows (count competitor; 10)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--shuffle-partitions", type=int, default=4)
     p.add_argument("--driver-memory", default="4g")
@@ -127,7 +135,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         a.profile = not q
     a.competitors = [c.strip() for c in a.competitors.split(",") if c.strip()]
     for c in a.competitors:
-        if c not in COMPETITORS:
+        if c not in COMPETITORS + OPT_IN:
             p.error(f"unknown competitor {c!r}")
     if a.size % a.hop_divisor and (a.size * 1000) % a.hop_divisor:
         p.error("--size must be divisible by --hop-divisor (in milliseconds)")
@@ -223,6 +231,12 @@ def query(name: str, spark, a, source: Path):
         from pyspark.sql.classic.column import Column, _to_java_column
         jvm = spark.sparkContext._jvm
         jdef = jvm.windowagg.SlidingWindows.of(size)
+        wcol = Column(jvm.windowagg.functions.window(_to_java_column(F.col("ts")), jdef, {"emit": "final"}))
+        return events.groupBy("k", wcol).agg(*aggs)
+    if name == "count":
+        from pyspark.sql.classic.column import Column, _to_java_column
+        jvm = spark.sparkContext._jvm
+        jdef = jvm.windowagg.CountWindows.of(a.count_length).slide(a.count_slide)
         wcol = Column(jvm.windowagg.functions.window(_to_java_column(F.col("ts")), jdef, {"emit": "final"}))
         return events.groupBy("k", wcol).agg(*aggs)
     if name == "tumbling":

@@ -21,7 +21,8 @@ import windowagg.core.{RowFinality, Timed}
  * can hold (a count window's length, or a duration's worth of rows); the rows still ahead of the
  * watermark, each with its partial and its tie order, since rows sharing their time may still
  * come; the position of the first settled row kept, how far rows in no window are accounted for,
- * the watermark rows are settled up to, and one event-time timer. As the watermark passes, waiting
+ * the watermark rows are settled up to, with Storm's window view the first row of the last window
+ * (whose rows are kept for the next window's view), and one event-time timer. As the watermark passes, waiting
  * rows settle in (time, tie order), and the kind's cursor runs over the settled rows as in batch.
  */
 final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) extends KeyedWindowProcessor(spec) {
@@ -32,6 +33,7 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
   @transient private var firstPosition: ValueState[Long] = _
   @transient private var accountedBefore: ValueState[Long] = _
   @transient private var settledUntil: ValueState[Long] = _
+  @transient private var lastWindowHead: ValueState[Long] = _
   @transient private var timer: ValueState[Long] = _
   @transient private var finality: RowFinality = _
   @transient private var tieOrder: UnsafeProjection = _
@@ -44,6 +46,7 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
     firstPosition = handle.getValueState[Long]("firstPosition", Encoders.scalaLong, TTLConfig.NONE)
     accountedBefore = handle.getValueState[Long]("accountedBefore", Encoders.scalaLong, TTLConfig.NONE)
     settledUntil = handle.getValueState[Long]("settledUntil", Encoders.scalaLong, TTLConfig.NONE)
+    lastWindowHead = handle.getValueState[Long]("lastWindowHead", Encoders.scalaLong, TTLConfig.NONE)
     timer = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
     finality = new RowFinality(kind)
     val order = spec.tieOrder.map(BindReferences.bindReference(_: Expression, spec.valueAttributes))
@@ -107,7 +110,8 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
     val rows = (kept.iterator ++ arriving.iterator.map(r => Timed(r.time, r.partial)))
       .map(r => Timed(r.time, aggregates.fromBytes(r.partial))).toIndexedSeq
     val accounted = if (accountedBefore.exists()) accountedBefore.get() else first
-    val result = finality.settle(rows, first, accounted, from, watermark, aggregates, spec.withViews) { w =>
+    val previousWindowHead = if (lastWindowHead.exists()) Some(lastWindowHead.get()) else None
+    val result = finality.settle(rows, first, accounted, from, watermark, aggregates, spec.withViews, previousWindowHead) { w =>
       out += (if (spec.withViews) windowRow(keyRow, w.start, w.end, w.aggregate, w.newRows, w.expiredRows)
               else windowRow(keyRow, w.start, w.end, w.aggregate))
     }(_ => out += unwindowedRow(keyRow))
@@ -115,6 +119,7 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
     firstPosition.update(first + result.drop)
     accountedBefore.update(result.accountedBefore)
     settledUntil.update(watermark)
+    if (spec.withViews) result.lastWindowHead.foreach(lastWindowHead.update)
     if (ready.nonEmpty) {
       if (still.isEmpty) waiting.clear() else waiting.put(still.map(_.bytes))
     }

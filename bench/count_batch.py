@@ -1,0 +1,735 @@
+#!/usr/bin/env python3
+"""Batch benchmark: windowagg's Storm-style count windows against Spark's ROWS frame.
+
+A count window of N rows sliding every row: per key, one window per row holding that row and the
+N - 1 rows before it in (ts, seq) order -- exactly what Spark computes with
+`OVER (PARTITION BY k ORDER BY ts, seq ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW)`. The issue's
+target: windowagg's time at N = 10,000 within 1.5x its time at N = 10 (a cost independent of the
+window length).
+
+One process, one SparkSession (local[2], 4 shuffle partitions, AQE coalescing off), one cached
+input, every result consumed with .write.format("noop"). windowagg is called through SQL only
+(`windows(ts, 'spec')` as a groupBy key), so the benchmark needs no Python classes. Cells, for each
+window length N (default 10, 1000, 10000), aggregates sum(v), count(1), avg(v):
+
+  windowagg          groupBy(k, windows(ts, 'count N rows tie break seq'))
+  over_rows_segtree  sum/count/avg(v) OVER (PARTITION BY k ORDER BY ts, seq
+                                            ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW)
+                     with spark.sql.window.segmentTree.enabled=true (Spark's opt-in segment tree)
+  over_rows          the same with Spark's default frame (which re-aggregates every frame)
+and once per run (it does not depend on N):
+  sort_floor         repartition(4, k).sortWithinPartitions(k, ts, seq): the shuffle + sort any
+                     sort-based operator (windowagg's and Spark's window operators alike) pays
+
+Input: --rows rows over --keys keys (k int; rows per key equal), ts TIMESTAMP at millisecond
+resolution, each key's events about --step-ms apart, and a --dup-fraction of rows taking the time
+of the row before them (equal times per key, so the tie-break decides the order); seq long, unique
+and not in time order (id XOR a constant); v double, a multiple of 1/1024 in [0, 1000), so every
+sum of up to 2^24 values is exact in double whatever the summation order. Rows are shuffled, cached
+and counted before any timing.
+
+Correctness, untimed, once per length, on the keys k < --check-keys: windowagg's windows() result
+and its window_agg table, as multisets of (k, window start, window end, count, round(sum, 6)),
+against the OVER ROWS result (k, min(ts) over the frame, ts, count, round(sum, 6)), with exceptAll
+both ways; mismatches = rows only on one side + rows only on the other (must be 0). Also counted:
+the OVER frames that change when equal times are ordered by seq descending (the tie-break matters).
+
+Order: the floor, windowagg at every length, then the segment-tree frame, then the default frame
+(length by length). Per cell: one untimed warm-up run, then --reps timed runs, median (the warm-up
+is the one timed run when it took over --long-run s); a run over --timeout s is cancelled and
+reported as "> timeout". An OVER competitor that timed out at a length is not run again at longer
+lengths (its cost only grows with the length): it is reported as "> timeout" there too, marked
+"not run" (--no-skip-longer runs it anyway). Each run records wall time, own CPU (Python + driver
+JVM) and the CPU other processes took (/proc); runs where others took more than --contended cores
+are marked contended (†).
+
+Run from the repository root:   bench/run-count --quick     (200k rows, 50 keys, a few minutes)
+                                bench/run-count             (full: 4M rows, 1000 keys; renders the docs)
+Re-render the report:           .venv/bin/python bench/count_batch.py --report bench/results/count_batch-full.json
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+import harness  # noqa: E402
+from harness import log, ratio  # noqa: E402
+
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+DOCS = REPO / "docs"
+DOC = DOCS / "benchmarks-count.md"
+IMG = DOCS / "img" / "count_batch.png"
+NOTES = BENCH_DIR / "count_batch_notes.md"
+
+# 2023-11-14 00:00:00 UTC plus 20 min 34.567 s (as aligned_batch.py)
+BASE_MS = 1_699_920_000_000 + 1_234_567
+SEQ_XOR = 0x5DEECE66D  # seq = id ^ SEQ_XOR: unique (XOR is a bijection), not in id (hence time) order
+SEGTREE_CONF = harness.SEGTREE_CONF
+PAGE = "benchmarks-count.md"
+
+OVER = ["over_rows", "over_rows_segtree"]
+COMPETITORS = ["windowagg", "over_rows_segtree", "over_rows"]  # per length, in this order
+ORDER = ["windowagg", "over_rows_segtree", "over_rows", "sort_floor"]  # for tables and the plot
+LABELS = {
+    "windowagg": "windowagg `windows(ts, 'count N rows tie break seq')`",
+    "over_rows_segtree": "Spark OVER ROWS, `segmentTree.enabled=true`",
+    "over_rows": "Spark OVER ROWS, default frame",
+    "sort_floor": "floor: shuffle + sort by (k, ts, seq)",
+}
+SHORT = {
+    "windowagg": "windowagg count window",
+    "over_rows_segtree": "OVER ROWS (segment tree)",
+    "over_rows": "OVER ROWS (default)",
+    "sort_floor": "shuffle + sort floor",
+}
+STYLE = {
+    "windowagg": dict(color="tab:blue", marker="o", linewidth=2.5),
+    "over_rows_segtree": dict(color="tab:orange", marker="D"),
+    "over_rows": dict(color="tab:red", marker="s"),
+    "sort_floor": dict(color="gray", marker="v", linestyle="--"),
+}
+TARGET_FLAT = 1.5  # windowagg(longest) / windowagg(shortest) must stay within this
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 200k rows / 50 keys (the same 4000 rows per key as the full run), 2 reps, "
+                        "120 s timeout, no docs")
+    p.add_argument("--rows", type=int, help="input rows (default 4,000,000; quick 200,000)")
+    p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 50)")
+    p.add_argument("--lengths", default="10,1000,10000",
+                   help="window lengths N in rows, comma separated (default 10,1000,10000)")
+    p.add_argument("--step-ms", type=int, default=100,
+                   help="mean milliseconds between a key's distinct times (default 100: 10 events/s/key)")
+    p.add_argument("--dup-fraction", type=float, default=0.1,
+                   help="share of rows that take the time of the row before them (default 0.1)")
+    p.add_argument("--check-keys", type=int, default=20,
+                   help="the correctness check runs on the keys k < N (default 20)")
+    p.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
+    p.add_argument("--reps", type=int, help="timed runs per cell after one warm-up (default 3; quick 2)")
+    p.add_argument("--timeout", type=float, help="seconds per run before it is cancelled (default 600; quick 120)")
+    p.add_argument("--long-run", type=float, default=60.0,
+                   help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one "
+                        "timed run (60)")
+    p.add_argument("--no-skip-longer", dest="skip_longer", action="store_false",
+                   help="run an OVER competitor at longer lengths even after it timed out at a shorter one")
+    harness.add_run_args(p, PAGE)
+    p.add_argument("--report", metavar="JSON", help="only re-render the docs from a results file")
+    a = p.parse_args(argv)
+    q = a.quick
+    a.rows = a.rows or (200_000 if q else 4_000_000)
+    a.keys = a.keys or (50 if q else 1000)
+    a.reps = a.reps or (2 if q else 3)
+    a.timeout = a.timeout or (120.0 if q else 600.0)
+    a.tag = a.tag or ("quick" if q else "full")
+    if a.docs is None:
+        a.docs = not q
+    a.lengths = sorted({int(x) for x in a.lengths.split(",") if x.strip()})
+    if not a.lengths or min(a.lengths) < 1:
+        p.error("--lengths: positive integers")
+    if not 0.0 <= a.dup_fraction < 1.0:
+        p.error("--dup-fraction: in [0, 1)")
+    return a
+
+
+# ------------------------------------------------------------------------------ input
+
+def make_input(spark, rows: int, keys: int, step_ms: int, dup_fraction: float, seed: int, partitions: int):
+    """rows rows over `keys` keys, key k's i-th row (i = id / keys) at time slot j = i, or j = i - 1
+    with probability dup_fraction (then it shares the time of slot i - 1, usually the row before);
+    slot j of key k is at BASE + j * step_ms + (a hash of (k, j)) mod step_ms milliseconds, so a
+    key's slots are strictly increasing. seq = id XOR a constant (unique); v a multiple of 1/1024
+    in [0, 1000). Rows are shuffled randomly (no competitor gets sorted input)."""
+    from pyspark.sql import functions as F
+    dup = (F.rand(seed) < F.lit(dup_fraction)) & (F.col("i") > 0)
+    j = F.col("i") - F.when(dup, 1).otherwise(0)
+    jitter = F.pmod(F.hash(F.col("k"), F.col("j"), F.lit(seed)), F.lit(step_ms)).cast("long")
+    return (spark.range(rows)
+            .select((F.col("id") % keys).cast("int").alias("k"), (F.col("id") / keys).cast("long").alias("i"),
+                    F.col("id"))
+            .withColumn("j", j.cast("long"))
+            .withColumn("ts_ms", F.lit(BASE_MS) + F.col("j") * F.lit(step_ms) + jitter)
+            .select("k", F.timestamp_millis("ts_ms").alias("ts"),
+                    (F.floor(F.rand(seed + 1) * 1_024_000) / 1024.0).alias("v"),
+                    F.col("id").bitwiseXOR(F.lit(SEQ_XOR)).alias("seq"))
+            .orderBy(F.rand(seed + 2))
+            .repartition(partitions))
+
+
+def cache_input(df) -> tuple[object, dict]:
+    from pyspark.sql import functions as F
+    t0 = time.perf_counter()
+    df = df.cache()
+    r = df.agg(F.count("*").alias("n"), F.countDistinct("k").alias("keys"), F.countDistinct("seq").alias("seqs"),
+               F.min("ts").alias("lo"), F.max("ts").alias("hi")).collect()[0]
+    distinct_kts = df.select("k", "ts").distinct().count()
+    per_key = df.groupBy("k").count().agg(F.min("count").alias("lo"), F.max("count").alias("hi")).collect()[0]
+    info = {"rows": r["n"], "keys": r["keys"], "distinct_seq": r["seqs"], "distinct_k_ts": distinct_kts,
+            "rows_sharing_an_earlier_time": r["n"] - distinct_kts,
+            "rows_per_key_min": per_key["lo"], "rows_per_key_max": per_key["hi"],
+            "ts_min": str(r["lo"]), "ts_max": str(r["hi"]),
+            "partitions": df.rdd.getNumPartitions(), "cache_s": round(time.perf_counter() - t0, 1)}
+    log(f"input cached: {info}")
+    return df, info
+
+
+def mean_rows_per_window(rows_per_key: int, n: int) -> float:
+    """Mean over a key's rows of min(i, N), i = 1..rows_per_key: the mean frame size (the first
+    N - 1 rows of each key have partial windows)."""
+    p = rows_per_key
+    if p <= 0:
+        return 0.0
+    m = min(p, n)
+    return (m * (m + 1) / 2 + (p - m) * n) / p
+
+
+# ------------------------------------------------------------------------------ queries
+
+def spec(n: int) -> str:
+    return f"count {n} rows tie break seq"
+
+
+def spark_aggs():
+    from pyspark.sql import functions as F
+    return [F.sum("v").alias("s"), F.count(F.lit(1)).alias("n"), F.avg("v").alias("a")]
+
+
+def q_windowagg(df, n: int):
+    from pyspark.sql import functions as F
+    return df.groupBy("k", F.expr(f"windows(ts, '{spec(n)}')").alias("window")).agg(*spark_aggs())
+
+
+def q_window_agg_table(spark, df, n: int, view: str):
+    df.createOrReplaceTempView(view)
+    return spark.sql(f"SELECT * FROM window_agg(TABLE({view}) PARTITION BY k ORDER BY (ts), '{spec(n)}', "
+                     "'sum(v) AS s, count(1) AS n, avg(v) AS a')")
+
+
+def frame(n: int):
+    from pyspark.sql import Window
+    return Window.partitionBy("k").orderBy("ts", "seq").rowsBetween(-(n - 1), Window.currentRow)
+
+
+def q_over_rows(df, n: int):
+    """The same windows as `count N rows tie break seq`, one output row per input row (k, ts = the
+    window's end, the aggregates); the segment-tree cell is this query with the conf on."""
+    from pyspark.sql import functions as F
+    w = frame(n)
+    return df.select("k", "ts", F.sum("v").over(w).alias("s"), F.count(F.lit(1)).over(w).alias("n"),
+                     F.avg("v").over(w).alias("a"))
+
+
+def q_floor(df, partitions: int):
+    return df.repartition(partitions, "k").sortWithinPartitions("k", "ts", "seq")
+
+
+def plan_of(df) -> str:
+    try:
+        return str(df._jdf.queryExecution().executedPlan().toString())
+    except Exception as e:  # noqa: BLE001
+        return f"<no plan: {e}>"
+
+
+def check(spark, df, n: int, keys: int) -> dict:
+    """Untimed: windowagg's windows (windows() groupBy and window_agg table) against OVER ROWS on the
+    keys k < `keys`, as multisets of (k, start, end, count, round(sum, 6)), exceptAll both ways."""
+    from pyspark.sql import functions as F
+    sub = df.where(F.col("k") < keys)
+    w = frame(n)
+    over = sub.select("k", F.min("ts").over(w).alias("start"), F.col("ts").alias("end"),
+                      F.count(F.lit(1)).over(w).alias("n"), F.round(F.sum("v").over(w), 6).alias("s")).cache()
+    wa = q_windowagg(sub, n).select("k", F.col("window.start").alias("start"), F.col("window.end").alias("end"),
+                                    "n", F.round("s", 6).alias("s"))
+    tvf = q_window_agg_table(spark, sub, n, "count_check_src").select(
+        "k", F.col("window_start").alias("start"), F.col("window_end").alias("end"), "n", F.round("s", 6).alias("s"))
+    out = {"length": n, "keys_below": keys}
+    # how much the tie-break matters here: OVER frames that change when equal times are ordered by
+    # seq descending instead (were windowagg to ignore or reverse the tie-break, these would mismatch)
+    from pyspark.sql import Window
+    wr = Window.partitionBy("k").orderBy(F.col("ts"), F.col("seq").desc()).rowsBetween(-(n - 1), Window.currentRow)
+    rev = sub.select("k", F.min("ts").over(wr).alias("start"), F.col("ts").alias("end"),
+                     F.count(F.lit(1)).over(wr).alias("n"), F.round(F.sum("v").over(wr), 6).alias("s"))
+    out["frames_changed_by_reversed_tie_break"] = over.exceptAll(rev).count()
+    r = over.agg(F.count("*").alias("rows"), F.avg("n").alias("mean_n"), F.max("n").alias("max_n")).collect()[0]
+    out.update({"over_rows": r["rows"], "mean_rows_per_window": r["mean_n"], "max_rows_per_window": r["max_n"]})
+    for name, side in (("windowagg", wa), ("window_agg_table", tvf)):
+        side = side.cache()
+        only_wa = side.exceptAll(over).count()
+        only_over = over.exceptAll(side).count()
+        out[name] = {"rows": side.count(), "only_in_windowagg": only_wa, "only_in_over": only_over,
+                     "mismatches": only_wa + only_over}
+        if only_wa or only_over:  # a few examples, for the report
+            out[name]["examples_only_in_windowagg"] = [r.asDict() for r in
+                                                       side.exceptAll(over).orderBy("k", "end", "n").limit(5).collect()]
+            out[name]["examples_only_in_over"] = [r.asDict() for r in
+                                                  over.exceptAll(side).orderBy("k", "end", "n").limit(5).collect()]
+        side.unpersist()
+    over.unpersist()
+    return out
+
+
+# ------------------------------------------------------------------------------ main
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if a.report:
+        render(Path(a.report))
+        return 0
+    log(f"args: {vars(a)}")
+    spark, res = harness.start(a, "windowagg-bench-count", "count_batch",
+                               lambda spark: {"segment_tree_conf": harness.segment_tree_conf(spark)})
+    if res is None:
+        return 1
+    out = RESULTS_DIR / f"count_batch-{a.tag}.json"
+    res.update({
+        "input": None,
+        "lengths": {},
+        "floor": None,
+        "runs": [],
+        "finished": None,
+    })
+
+    def save():
+        harness.write_json(res, out)
+
+    src, info = cache_input(make_input(spark, a.rows, a.keys, a.step_ms, a.dup_fraction, a.seed,
+                                       a.shuffle_partitions))
+    res["input"] = {**info, "rows_per_key": a.rows // a.keys, "step_ms": a.step_ms, "dup_fraction": a.dup_fraction,
+                    "seq": f"id XOR {SEQ_XOR:#x}", "v": "floor(rand * 1024000) / 1024"}
+    for n in a.lengths:
+        res["lengths"][str(n)] = {"length": n, "spec": spec(n),
+                                  "mean_rows_per_window": mean_rows_per_window(a.rows // a.keys, n),
+                                  "cells": {}}
+    n0 = a.lengths[-1]
+    res["plan_windowagg"] = plan_of(q_windowagg(src, n0))
+    res["plan_over_rows"] = plan_of(q_over_rows(src, n0))
+    save()
+
+    if a.check:
+        for n in a.lengths:
+            t0 = time.perf_counter()
+            try:
+                ck = check(spark, src, n, a.check_keys)
+            except Exception as e:  # noqa: BLE001
+                ck = {"length": n, "keys_below": a.check_keys, "error": str(e).splitlines()[0][:500]}
+            ck["check_s"] = round(time.perf_counter() - t0, 1)
+            res["lengths"][str(n)]["check"] = ck
+            log(f"check N={n} on keys k < {a.check_keys}: {ck}")
+            save()
+
+    runner = harness.Runner(spark, a.timeout)
+
+    def cell(comp: str, n: int | None, make_df, conf: dict | None = None) -> dict:
+        def on_run(r):
+            r["competitor"] = comp
+            r["length"] = n
+            res["runs"].append(r)
+            save()
+        label = comp if n is None else f"N={n}/{comp}"
+        c = harness.measure(runner, label, make_df, reps=a.reps, long_run=a.long_run, contended=a.contended,
+                            retries=a.retries, quiet_wait=a.quiet_wait, conf=conf, on_run=on_run,
+                            long_warmup_is_timed=True)
+        c["competitor"] = comp
+        c["length"] = n
+        return c
+
+    res["floor"] = cell("sort_floor", None, lambda: q_floor(src, a.shuffle_partitions))
+    save()
+    for n in a.lengths:
+        res["lengths"][str(n)]["cells"]["windowagg"] = cell("windowagg", n, lambda n=n: q_windowagg(src, n))
+        save()
+    for comp in ("over_rows_segtree", "over_rows"):
+        conf = {SEGTREE_CONF: "true"} if comp == "over_rows_segtree" else None
+        timed_out_at = None
+        for n in a.lengths:
+            if timed_out_at is not None and a.skip_longer:
+                c = {"label": f"N={n}/{comp}", "competitor": comp, "length": n, "status": "timeout",
+                     "skipped": True, "timeout_s": a.timeout, "times_s": [], "cpu_s": [], "median_s": None,
+                     "median_cpu_s": None, "contended_runs": 0,
+                     "note": f"not run: timed out at N = {timed_out_at:,} (its cost only grows with N)"}
+                log(f"N={n}/{comp}: {c['note']}")
+            else:
+                c = cell(comp, n, lambda n=n: q_over_rows(src, n), conf=conf)
+                if c["status"] == "timeout":
+                    timed_out_at = n
+            res["lengths"][str(n)]["cells"][comp] = c
+            save()
+
+    src.unpersist()
+    res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    save()
+    log(f"results: {out}")
+    summary(res)
+    spark.stop()
+    harness.cleanup_jar_copy()
+    if a.docs:
+        render(out)
+    return 0
+
+
+# ------------------------------------------------------------------------------ summary + report
+
+def get_cell(res, comp, n):
+    if comp == "sort_floor":
+        return res.get("floor")
+    return res["lengths"].get(str(n), {}).get("cells", {}).get(comp)
+
+
+def fmt_s(c, key="median_s") -> str:
+    if c is None:
+        return "–"
+    if c["status"] == "timeout":
+        if key != "median_s":
+            return "–"
+        return f"> {c['timeout_s']:.0f} (timeout{', not run' if c.get('skipped') else ''})"
+    if c["status"] != "ok":
+        return "error"
+    v = c.get(key)
+    if v is None:
+        return "–"
+    mark = " †" if key == "median_s" and c.get("contended_runs") else ""
+    nn = f" (n={len(c['times_s'])})" if len(c.get("times_s") or []) < 2 else ""
+    return f"{v:.2f}{mark}{nn}"
+
+
+def fmt_n(x) -> str:
+    return "–" if x is None else f"{x:,}"
+
+
+def ratio_one(cn, cd, key) -> tuple[str, float | None, str]:
+    """(text, value, kind) of cn / cd on `key`; kind "=", ">" (numerator timed out: a lower bound,
+    wall time only) or "<" (denominator timed out: an upper bound)."""
+    if cn is None or cd is None:
+        return "–", None, "="
+    if cn["status"] == "timeout" and cd["status"] == "ok":
+        if key == "median_s" and cd.get(key):
+            lb = cn["timeout_s"] / cd[key]
+            return f"> {lb:.1f}×", lb, ">"
+        return "– (timeout)", None, ">"
+    if cd["status"] == "timeout" and cn["status"] == "ok":
+        if key == "median_s" and cn.get(key):
+            ub = cn[key] / cd["timeout_s"]
+            return f"< {ub:.3f}×", ub, "<"
+        return "– (timeout)", None, "<"
+    r = ratio(cn.get(key), cd.get(key)) if cn["status"] == "ok" and cd["status"] == "ok" else None
+    return ("–" if r is None else f"{r:.2f}×"), r, "="
+
+
+def flat_ratio(res) -> tuple[int, int, dict, dict]:
+    ns = sorted(int(x) for x in res["lengths"])
+    lo, hi = ns[0], ns[-1]
+    cl, ch = get_cell(res, "windowagg", lo), get_cell(res, "windowagg", hi)
+    return lo, hi, {k: ratio_one(ch, cl, k) for k in ("median_s", "median_cpu_s")}, {"lo": cl, "hi": ch}
+
+
+def summary(res) -> None:
+    ns = sorted(int(x) for x in res["lengths"])
+    c = res.get("floor")
+    if c:
+        log(f"SUMMARY {'-':>6s} {'sort_floor':18s} wall {fmt_s(c):>22s}  CPU {fmt_s(c, 'median_cpu_s'):>8s}")
+    for n in ns:
+        for comp in COMPETITORS:
+            c = get_cell(res, comp, n)
+            if c:
+                log(f"SUMMARY N={n:<6d} {comp:18s} wall {fmt_s(c):>22s}  CPU {fmt_s(c, 'median_cpu_s'):>8s}  "
+                    f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
+        for num, den in (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")):
+            cn, cd = get_cell(res, num, n), get_cell(res, den, n)
+            log(f"SUMMARY N={n:<6d} {num} ÷ {den}: wall {ratio_one(cn, cd, 'median_s')[0]}, "
+                f"CPU {ratio_one(cn, cd, 'median_cpu_s')[0]}")
+        ck = res["lengths"][str(n)].get("check")
+        if ck:
+            log(f"SUMMARY N={n:<6d} check: " + ("error " + ck["error"] if "error" in ck else
+                f"windowagg {ck['windowagg']['mismatches']} mismatches, window_agg table "
+                f"{ck['window_agg_table']['mismatches']} mismatches of {ck['over_rows']:,} OVER rows"))
+    lo, hi, fr, _ = flat_ratio(res)
+    log(f"SUMMARY windowagg N={hi} ÷ N={lo}: wall {fr['median_s'][0]}, CPU {fr['median_cpu_s'][0]} "
+        f"(target ≤ {TARGET_FLAT}×)")
+
+
+def plot(res, path: Path) -> None:
+    """Two panels, median wall time and median CPU time against the window length (log-log), one
+    line per competitor, the floor as a horizontal line; timeouts as crosses at the timeout, wall
+    points of contended cells hollow."""
+    import report  # bench/report.py: installs matplotlib on first use
+    report.ensure_matplotlib()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    ns = sorted(int(x) for x in res["lengths"])
+    timeout = res["args"]["timeout"]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2), dpi=110)
+    for ax, key in zip(axes, ("median_s", "median_cpu_s")):
+        for comp in COMPETITORS:
+            st = STYLE[comp]
+            pts = [(n, get_cell(res, comp, n)) for n in ns]
+            ok = [(n, c[key], c) for n, c in pts if c and c["status"] == "ok" and c.get(key) is not None]
+            if ok:
+                ax.plot([n for n, _, _ in ok], [y for _, y, _ in ok], label=SHORT[comp],
+                        **{k: v for k, v in st.items() if k != "marker"})
+                for n, y, c in ok:
+                    hollow = key == "median_s" and c.get("contended_runs")
+                    ax.scatter([n], [y], marker=st["marker"], s=45, zorder=4,
+                               facecolors="white" if hollow else st["color"], edgecolors=st["color"])
+            to = [(n, c) for n, c in pts if c and c["status"] == "timeout"]
+            if to and key == "median_s":
+                if not ok:
+                    ax.plot([], [], label=SHORT[comp], **{k: v for k, v in st.items() if k != "marker"})
+                ax.scatter([n for n, _ in to], [timeout] * len(to), marker="x", s=80, color=st["color"], zorder=5)
+                for n, c in to:
+                    ax.annotate(f"> {timeout:.0f} s{' (not run)' if c.get('skipped') else ''}", (n, timeout),
+                                textcoords="offset points", xytext=(-8, 8), ha="right", fontsize=8, color=st["color"])
+        fl = res.get("floor")
+        if fl and fl["status"] == "ok" and fl.get(key) is not None:
+            ax.axhline(fl[key], label=SHORT["sort_floor"], color="gray", linestyle="--", linewidth=1.2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lo_y, hi_y = ax.get_ylim()
+        if any(c and c["status"] == "timeout" for comp in OVER for c in (get_cell(res, comp, n) for n in ns)) \
+                and key == "median_s":
+            hi_y = max(hi_y, timeout * 2.5)  # room for the timeout marks and their labels
+            ax.set_ylim(lo_y, hi_y)
+        narrow = hi_y / lo_y < 20
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if narrow
+                                              else (1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_locator(FixedLocator(ns))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(min(ns) / 2.5, max(ns) * 2.5)
+        ax.set_xlabel("window length N, rows (log): the row and the N − 1 rows before it")
+        ax.set_ylabel("median wall time, s (log); hollow: shared the cores (†); ×: timeout" if key == "median_s"
+                      else "median CPU time of the benchmark processes, s (log)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="best", framealpha=0.85)
+    i = res["input"]
+    fig.suptitle(f"Count window of N rows sliding every row, sum/count/avg: {i['rows']:,} rows, {i['keys']:,} keys "
+                 f"({i['rows_per_key']:,} per key), {res['config']['master']}"
+                 f"{' (quick run)' if res['args'].get('quick') else ''}: wall (left), CPU (right)", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def verdict(kind_val: tuple[str, float | None, str], target: float) -> str:
+    text, v, kind = kind_val
+    if v is None:
+        return "not measured"
+    if kind == ">":  # lower bound
+        return "**missed**" if v > target else "undecided (lower bound only)"
+    return "**met**" if v <= target else "**missed**"
+
+
+def render(json_path: Path) -> Path:
+    res = json.loads(Path(json_path).read_text())
+    plot(res, IMG)
+    rel = lambda p: Path("..") / Path(p).resolve().relative_to(REPO)  # noqa: E731
+    srcrel = Path(json_path).resolve().relative_to(REPO)
+    m, cfg, a, i = res["machine"], res["config"], res["args"], res["input"]
+    ns = sorted(int(x) for x in res["lengths"])
+    jar = cfg.get("windowagg_jar") or {}
+    L = [
+        "# Benchmarks: count windows (Storm-style `count N rows`, sliding every row)",
+        "",
+        f"<!-- Generated by bench/count_batch.py --report {srcrel}; edit the script"
+        f"{' or bench/count_batch_notes.md' if NOTES.exists() else ''}, not this file. -->",
+        "",
+    ]
+    if a.get("quick"):
+        L += ["> **This page shows a `--quick` smoke run** (small input, busy or not); its numbers are not the "
+              "full benchmark.", ""]
+    if not res.get("finished"):
+        L += ["> **This run did not finish**; only the cells measured before it stopped are shown.", ""]
+    L += [
+        f"Run {res['started']} (git `{res.get('git_rev') or '?'}`), {i['rows']:,} rows, {i['keys']:,} keys; results in "
+        f"[`{Path(json_path).name}`]({rel(json_path)}).",
+        "",
+        "The issue's benchmark: a count window of N rows sliding every row (per key, one window per row, "
+        "holding that row and the N − 1 rows before it in (ts, seq) order), N = "
+        + ", ".join(f"{n:,}" for n in ns) + ", windowagg against Spark's "
+        "`ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW` frame (default and segment-tree), in the same run. Target: "
+        f"windowagg's time at N = {ns[-1]:,} within {TARGET_FLAT}× its time at N = {ns[0]:,} (a cost independent "
+        "of the window length).",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | verdict |",
+        "|---|---|---|",
+    ]
+    lo, hi, fr, _ = flat_ratio(res)
+    w_txt, c_txt = fr["median_s"][0], fr["median_cpu_s"][0]
+    vw, vc = verdict(fr["median_s"], TARGET_FLAT), verdict(fr["median_cpu_s"], TARGET_FLAT)
+    v = vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"
+    fl = flat_ratio(res)[3]
+    if any(c and c.get("contended_runs") for c in fl.values()):
+        v += " († other processes shared the cores during these runs: the wall times read high, the CPU ratio is " \
+             "the steadier figure)"
+    L.append(f"| windowagg time at N = {hi:,} ÷ at N = {lo:,} ≤ {TARGET_FLAT}× | {w_txt} wall, {c_txt} CPU | {v} |")
+    checks = [res["lengths"][str(n)].get("check") for n in ns]
+    checks = [c for c in checks if c]
+    if checks:
+        errs = [c for c in checks if "error" in c]
+        bad = sum(c[s]["mismatches"] for c in checks if "error" not in c for s in ("windowagg", "window_agg_table"))
+        rows = sum(c["over_rows"] for c in checks if "error" not in c)
+        measured = (f"{bad:,} mismatching rows over {len(checks) - len(errs)} lengths ({rows:,} OVER rows)"
+                    + (f"; {len(errs)} check(s) failed to run" if errs else ""))
+        L.append(f"| correctness: windowagg's windows = Spark's ROWS frames (0 mismatches) | {measured} | "
+                 f"{'**met**' if bad == 0 and not errs else '**missed**'} |")
+    else:
+        L.append("| correctness: windowagg's windows = Spark's ROWS frames (0 mismatches) | not checked (--no-check) | "
+                 "not measured |")
+    L += [
+        "",
+        "## Machine and method",
+        "",
+        f"- CPU: {m['cpu_model']}, {m['cpus_visible']} cores visible; memory {m['memory_gib']} GiB; {m['os']}; "
+        f"{m['java']}; Spark {m['spark']} (PySpark {m['pyspark']}), Python {m['python']}",
+        f"- Spark: `master={cfg['master']}`, `spark.driver.memory={cfg['spark.driver.memory']}` (max heap "
+        f"{m.get('driver_max_heap_gib')} GiB), `spark.sql.shuffle.partitions={cfg['spark.sql.shuffle.partitions']}`, "
+        f"AQE on, AQE partition coalescing off (every shuffle has exactly {cfg['spark.sql.shuffle.partitions']} reduce "
+        "tasks), session time zone UTC, everything else default.",
+    ]
+    st = cfg.get("segment_tree_conf") or {}
+    if st:
+        L.append("- Segment-tree frame settings of this Spark (defaults; the segment-tree cells set only "
+                 "`enabled=true`): " + ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`"
+                                                for k, v in st.items()))
+    L += [
+        f"- windowagg jar: `{jar.get('path')}` ({jar.get('bytes', 0):,} bytes, modified {jar.get('mtime')}, "
+        f"sha256 `{(jar.get('sha256') or '')[:12]}…`; the run used a private copy), called through SQL.",
+        f"- Input: {i['rows']:,} rows, {i['keys']:,} keys (`k` int), {i['rows_per_key']:,} rows per key; `ts` TIMESTAMP "
+        f"at millisecond resolution, a key's times about {i['step_ms']} ms apart, a {i['dup_fraction']:.0%} share of "
+        f"rows taking the time of the row before them: {i['rows_sharing_an_earlier_time']:,} rows "
+        f"({i['rows_sharing_an_earlier_time'] / i['rows']:.1%}) share their (k, ts) with an earlier row, so the "
+        f"tie-break decides their order; `seq` long, unique ({i['distinct_seq']:,} distinct), `{i['seq']}`, so not in "
+        f"time order; `v` double, `{i['v']}` (a multiple of 1/1024: every sum here is exact in double, whatever the "
+        f"summation order); ts {i['ts_min']} .. {i['ts_max']}. Rows shuffled, cached in {i['partitions']} partitions "
+        "and counted before any timing; every cell reads the same cached DataFrame.",
+        "- Cells (aggregates `sum(v)`, `count(1)`, `avg(v)`; every result consumed in full with "
+        "`.write.format(\"noop\")`):",
+        "  1. **windowagg**: `df.groupBy(\"k\", F.expr(\"windows(ts, 'count N rows tie break seq')\")).agg(...)`: "
+        "one window per row; `window.end` = the row's ts, `window.start` = the ts of the window's first row.",
+        "  2. **OVER ROWS (segment tree)**: `df.select(\"k\", \"ts\", sum/count/avg(v).over(Window.partitionBy(\"k\")"
+        ".orderBy(\"ts\", \"seq\").rowsBetween(-(N - 1), 0)))`, i.e. `ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW`, "
+        "with `spark.sql.window.segmentTree.enabled=true` for the run.",
+        "  3. **OVER ROWS (default)**: the same query with Spark's default sliding frame, which re-aggregates the "
+        "whole frame for every row (cost ∝ rows × N).",
+        f"  4. **floor**: `df.repartition({cfg['spark.sql.shuffle.partitions']}, \"k\").sortWithinPartitions(\"k\", "
+        "\"ts\", \"seq\")`: the shuffle + sort every competitor pays (all three shuffle by k and sort by "
+        "(k, ts, seq); windowagg's sort has the aggregate inputs as a last key, never reached here as `seq` is "
+        "unique); once per run, it does not depend on N.",
+        f"- Per cell: one untimed warm-up, then {a['reps']} timed run{'s' if a['reps'] != 1 else ''}, **median**; when the warm-up took over "
+        f"{a['long_run']:.0f} s it is the cell's one timed run (n=1). A run over {a['timeout']:.0f} s is cancelled "
+        "and shown as \"> timeout\"; an OVER competitor that timed out at one length is not run at longer ones "
+        "(\"not run\": its cost only grows with N). Order: the floor, windowagg at every length, the segment-tree "
+        "frame, then the default frame.",
+        "- Each run records its wall time, the CPU time of the benchmark's own processes (Python + driver JVM with "
+        "the local executors) and the CPU other processes took meanwhile (`/proc`). † marks cells with at least one "
+        f"run during which other processes used more than {a['contended']} cores on average; CPU-time ratios are "
+        "the steadier comparison for † cells.",
+    ]
+    pk = i["rows_per_key"]
+    short = [n for n in ns if n > pk]
+    if short:
+        L.append(f"- With {pk:,} rows per key, windows of N = {', '.join(f'{n:,}' for n in short)} rows never fill: "
+                 "each is every row of its key up to the current one (mean frame sizes below). The windows are "
+                 "still what the count window and the ROWS frame define; the comparison stands, but the "
+                 "length-independence target then measures buffers of up to "
+                 f"{pk:,} rows, not {max(short):,}.")
+    L += ["", "## Results", "",
+          "Median wall time and median own CPU time per cell, seconds; other processes' CPU (median over the timed "
+          "runs, in cores).", "",
+          "| N (rows) | mean rows per window | competitor | wall (s) | CPU (s) | CPU ÷ wall | others (cores) | "
+          "contended runs |",
+          "|---:|---:|---|---:|---:|---:|---:|---:|"]
+
+    def row(nlab, mean, comp, c):
+        par = ratio(c.get("median_cpu_s"), c.get("median_s")) if c["status"] == "ok" else None
+        fc = c.get("median_foreign_cores")
+        return (f"| {nlab} | {mean} | {SHORT[comp]} | {fmt_s(c)} | {fmt_s(c, 'median_cpu_s')} | "
+                f"{'–' if par is None else f'{par:.2f}'} | {'–' if fc is None else f'{fc:.2f}'} | "
+                f"{c.get('contended_runs', 0)} of {len(c.get('times_s') or [])} |")
+    for n in ns:
+        pt = res["lengths"][str(n)]
+        for comp in COMPETITORS:
+            c = pt["cells"].get(comp)
+            if c:
+                L.append(row(f"{n:,}", f"{pt['mean_rows_per_window']:,.1f}", comp, c))
+    if res.get("floor"):
+        L.append(row("any", "–", "sort_floor", res["floor"]))
+    L += ["", "## Ratios", "",
+          "Wall time / CPU time; \"> x\" is a lower bound (the numerator timed out).", "",
+          "| N (rows) | OVER ROWS default ÷ windowagg | OVER ROWS segment tree ÷ windowagg | windowagg ÷ shuffle+sort floor |",
+          "|---:|---:|---:|---:|"]
+    for n in ns:
+        cells = []
+        for num, den in (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")):
+            cn, cd = get_cell(res, num, n), get_cell(res, den, n)
+            cells.append(f"{ratio_one(cn, cd, 'median_s')[0]} / {ratio_one(cn, cd, 'median_cpu_s')[0]}")
+        L.append(f"| {n:,} | " + " | ".join(cells) + " |")
+    L += ["", "windowagg against itself across lengths (the length-independence target):", "",
+          "| ratio | wall time | CPU time |", "|---|---:|---:|"]
+    for n in ns[1:]:
+        cn, cd = get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])
+        tgt = f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""
+        L.append(f"| windowagg N = {n:,} ÷ N = {ns[0]:,}{tgt} | {ratio_one(cn, cd, 'median_s')[0]} | "
+                 f"{ratio_one(cn, cd, 'median_cpu_s')[0]} |")
+    L += ["", "![count windows: wall and CPU time against the window length](img/count_batch.png)", "",
+          "## Correctness", "",
+          f"Untimed, once per length, on the keys k < {a['check_keys']} of the same cached input: windowagg's "
+          "`windows()` result and its `window_agg` table against the OVER ROWS result (start = `min(ts)` over the "
+          "frame, end = the row's ts), as multisets of (k, window start, window end, count, sum rounded to 1e-6), "
+          "compared with `exceptAll` both ways; a mismatch is a row on one side only. The last column shows "
+          "that the tie-break matters on this input: the OVER frames that change when rows with equal times are "
+          "ordered by `seq` descending instead (windowagg ignoring or reversing the tie-break would mismatch "
+          "there).", "",
+          "| N (rows) | OVER rows | mean / max rows per window | windowagg `windows()` rows | mismatches | "
+          "`window_agg` table rows | mismatches | frames changed by a reversed tie-break |",
+          "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in ns:
+        ck = res["lengths"][str(n)].get("check")
+        if not ck:
+            continue
+        if "error" in ck:
+            L.append(f"| {n:,} | check failed: {ck['error'][:200]} | | | | | | |")
+            continue
+        w, t = ck["windowagg"], ck["window_agg_table"]
+
+        def mm(x):
+            s = f"**{x['mismatches']:,}**"
+            return s if not x["mismatches"] else f"{s} ({x['only_in_windowagg']:,} only in windowagg, " \
+                                                 f"{x['only_in_over']:,} only in OVER)"
+        L.append(f"| {n:,} | {ck['over_rows']:,} | {ck['mean_rows_per_window']:,.1f} / {ck['max_rows_per_window']:,} | "
+                 f"{w['rows']:,} | {mm(w)} | {t['rows']:,} | {mm(t)} | "
+                 f"{fmt_n(ck.get('frames_changed_by_reversed_tie_break'))} |")
+    ex = [(n, s, res["lengths"][str(n)]["check"][s]) for n in ns for s in ("windowagg", "window_agg_table")
+          if (res["lengths"][str(n)].get("check") or {}).get(s, {}).get("mismatches")]
+    for n, s, x in ex[:2]:
+        L += ["", f"Examples of mismatching rows, N = {n:,}, {s}: only in windowagg "
+              f"`{x.get('examples_only_in_windowagg')}`; only in OVER `{x.get('examples_only_in_over')}`."]
+    if NOTES.exists():
+        L += ["", NOTES.read_text().strip()]
+    L += ["", "## Reproduce", "", "```",
+          "bench/run-count --quick          # smoke run, 200k rows / 50 keys, a few minutes (no docs)",
+          "nohup bench/run-count > /dev/null 2>&1 &   # full run (4M rows, 1000 keys); follow bench/results/count_batch-full.log",
+          f".venv/bin/python bench/count_batch.py --report {srcrel}   # this page",
+          "```", ""]
+    DOC.write_text("\n".join(L))
+    log(f"wrote {DOC} and {IMG}")
+    return DOC
+
+
+if __name__ == "__main__":
+    sys.exit(main())
