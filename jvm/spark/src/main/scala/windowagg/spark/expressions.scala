@@ -1,6 +1,7 @@
 package windowagg.spark
 
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
@@ -29,6 +30,10 @@ case class WindowGroupingExpression(
 
   override def children: Seq[Expression] = timeColumn +: (gap.toSeq ++ tieBreak.toSeq)
   override def nullable: Boolean = false
+  // resolved once its columns are: the extension's rules then replace it during analysis
+  override lazy val resolved: Boolean = childrenResolved
+  // reached (by Spark's final analysis check) only when those rules did not run
+  override def checkInputDataTypes(): TypeCheckResult = TypeCheckResult.TypeCheckFailure(WindowGroupingExpression.NoExtension)
   override def prettyName: String = "window"
   override def toString: String =
     s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")}${tieBreak.map(t => s", tieBreak=$t").getOrElse("")})"
@@ -76,6 +81,12 @@ case class WindowGroupingExpression(
 
 object WindowGroupingExpression {
   val ColumnName = "window"
+
+  /** Why a windowagg expression is left after analysis: the session lacks the extension that plans it. */
+  val NoExtension: String =
+    "windowagg's functions need its session extension, which this session does not have: start Spark with " +
+      "--jars windowagg.jar --conf spark.sql.extensions=windowagg.spark.WindowAggExtensions (in Python, " +
+      "windowagg.session() or windowagg.configure(builder) sets it)"
   def structType(windowType: DataType): StructType = StructType(Seq(
     StructField("start", windowType, nullable = false),
     StructField("end", windowType, nullable = false)))
@@ -110,8 +121,11 @@ case class PackedRow(children: Seq[Expression]) extends Expression with CodegenF
 case class WindowView(child: Expression, view: WindowView.View) extends UnaryExpression with Unevaluable {
   override def dataType: DataType = child.dataType
   override def nullable: Boolean = child.nullable
+  override lazy val resolved: Boolean = childrenResolved
+  override def checkInputDataTypes(): TypeCheckResult = TypeCheckResult.TypeCheckFailure(WindowGroupingExpression.NoExtension)
   override def prettyName: String = view.name
   override def sql: String = s"$prettyName(${child.sql})"
+  override def toString: String = s"$prettyName($child)"
   override protected def withNewChildInternal(newChild: Expression): WindowView = copy(child = newChild)
 }
 
