@@ -622,8 +622,8 @@ class _StormWindows(WindowDefinition):
         """Evaluates a window at every multiple of ``interval`` from the epoch (Storm's ``Duration``
         sliding interval). A count window ending there holds the last :attr:`length` rows up to
         it, and is evaluated only when rows came since the previous one; a duration window is
-        ``(end - length, end]``, only where it holds rows, and the interval must be at most the
-        length (checked when the time column is known, as the two may be in different terms).
+        ``(end - length, end]``, only where it holds rows (an interval longer than the length
+        leaves the rows between windows in none, counted).
 
         :param interval: a duration (``"10 seconds"``, :class:`datetime.timedelta`) or an ``int``
             number of ticks of an integral time column.
@@ -741,8 +741,8 @@ class DurationWindows(_StormWindows):
     a window per row is what Spark's ``RANGE`` frame ``(t - length, t]`` gives each row. A window
     holds every row at its end time. With a slide in rows, rows are counted in order of time,
     then of the tie-break column, then of the values the aggregates read; rows in no window (when
-    m rows span more than the length) are counted, not aggregated. In streaming, windows cut at
-    rows come out final only; windows sliding in time also support ``emit="updates"``.
+    m rows span more than the length, or a slide longer than the length) are counted, not
+    aggregated. In streaming, windows come out final only (``emit="updates"`` is refused).
     """
 
     @classmethod
