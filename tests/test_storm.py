@@ -248,6 +248,30 @@ def test_window_view_new_and_expired_rows(spark, rows, events, name):
     assert got == expected, describe(got, expected)
 
 
+def test_window_view_in_sql_and_describe_function(spark, events):
+    sql = spark.sql(
+        "SELECT k, new_rows(count(1)) AS new_count, expired_rows(count(1)) AS expired_count "
+        "FROM storm_events GROUP BY k, windows(ts, 'count 3 rows every 2 rows tie break seq')"
+    )
+    api = events.groupBy("k", window("ts", CountWindows.of(3).slide(2).tieBreak("seq"))).agg(
+        windowagg.new_rows(F.count("*")).alias("new_count"), windowagg.expired_rows(F.count("*")).alias("expired_count")
+    )
+    assert sorted(map(tuple, sql.collect()), key=repr) == sorted(map(tuple, api.drop("window").collect()), key=repr)
+    usage = " ".join(r[0] for r in spark.sql("DESCRIBE FUNCTION EXTENDED new_rows").collect())
+    assert "not in the key's previous window" in usage
+
+
+def test_processing_time_is_refused_on_batch_and_on_another_time_column(spark, events, stream):
+    with pytest.raises(AnalysisException) as info:
+        events.groupBy("k", window(F.current_timestamp(), DurationWindows.of("1 second"), time="processing")).count()
+    assert "time 'processing' needs a streaming DataFrame" in str(info.value)
+    with pytest.raises(AnalysisException) as info:
+        stream.groupBy("k", window("ts", DurationWindows.of("1 second"), time="processing")).count()
+    assert "must be current_timestamp()" in str(info.value)
+    with pytest.raises(TypeError):
+        window("ts", DurationWindows.of("1 second"), time=1)
+
+
 def test_window_view_needs_storms_windows(spark, events):
     with pytest.raises(AnalysisException) as info:
         events.groupBy("k", window("ts", SlidingWindows.of("5 seconds"))).agg(windowagg.new_rows(F.count("*"))).collect()

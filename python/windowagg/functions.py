@@ -58,10 +58,12 @@ def window(
         integral epoch (byte, short, int or long); TIMESTAMP in streaming.
     :param definition: the windows, e.g. ``SlidingWindows.of("10 minutes")``,
         ``TimeWindows.of("1 hour").advanceBy("10 minutes")``, ``CumulativeWindows.of("1 hour", "1 day")``
-        or ``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``. Windows of
-        :class:`TimeWindows`, :class:`CumulativeWindows` and :class:`CustomWindows` are half-open,
-        ``[start, end)``; calendar-based custom kinds read a TIMESTAMP in the session time zone and
-        a TIMESTAMP_NTZ or integral epoch in UTC.
+        ``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``, or Storm's
+        ``CountWindows.of(30).slide(10)`` and ``DurationWindows.of("20 seconds").every("10 seconds")``.
+        Windows of :class:`TimeWindows`, :class:`CumulativeWindows` and :class:`CustomWindows` are
+        half-open, ``[start, end)``; Storm's duration windows are ``(end - length, end]``;
+        calendar-based custom kinds read a TIMESTAMP in the session time zone and a TIMESTAMP_NTZ or
+        integral epoch in UTC.
     :param time_unit: for an integral time column, the unit of its values: ``"milliseconds"``
         (the default), ``"microseconds"`` or ``"seconds"``.
     :param emit: streaming only: ``"final"`` (the default) emits each window once, when it is
