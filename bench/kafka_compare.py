@@ -1,0 +1,930 @@
+#!/usr/bin/env python3
+"""windowagg against Kafka Streams: the same sliding and session windows on the same events, per core.
+
+The events are generated once, with the generators of the other streaming benchmarks:
+
+  sliding   bench/sliding_streaming.py's: --events events over --keys keys (uniform at random),
+            --density events per second per key, in event-time order up to --jitter-ms of disorder
+            (below the grace, so no event is late); windows of --size s, grace --grace s
+  session   bench/sessions.py's: per key, bursts of events 1 ms..5 s apart with a break longer than the
+            gap (sessions.GAP_S = 30 s) after 1 in --mean-session events, in event-time order; inactivity
+            gap 30 s, grace --grace s
+
+Each set is written as --files Parquet files (windowagg's micro-batches) plus one last file holding a
+single far-future event (key -1, one day after the last event), and as one CSV file in the same arrival
+order for Kafka Streams (whose driver pipes the same far-future event after the last line). The far-future
+event moves event time past every window of the real keys, so both systems emit all of them.
+
+  windowagg      Structured Streaming at --master local[1] (one task thread) with
+                 --shuffle-partitions 1 (one state store partition, like the driver's one partition),
+                 RocksDB state store: the files read with maxFilesPerTrigger=1,
+                 groupBy(k, windowagg.window(ts, SlidingWindows.of(S).grace(G)  |
+                                                 SessionWindows.withInactivityGap(gap).grace(G),
+                                             emit="final")).agg(sum, count, max), append mode, noop sink.
+                 Events/s = events / the sum of the micro-batches' triggerExecution (query progress;
+                 bench/sliding_streaming.py's run_query, which this script reuses).
+  Kafka Streams  bench/kafka-streams (Maven, kafka-streams and kafka-streams-test-utils 4.3.1): a
+                 TopologyTestDriver (one thread) with groupByKey().windowedBy(SlidingWindows.
+                 ofTimeDifferenceAndGrace(S, G) | SessionWindows.ofInactivityGapAndGrace(gap, G))
+                 .aggregate(count, sum, max).suppress(untilWindowCloses(unbounded())), with an in-memory
+                 or the default RocksDB store; one JVM per run (an in-process warm-up on the first
+                 --warmup-files files' events, at most --kafka-warmup-seconds, then the timed run).
+                 Events/s = events / wall time of piping them on the one thread.
+
+Per kind, the number of final windows of each system is printed next to the count expected from the
+events themselves (computed here from the CSV, by each system's definition: KIP-450 windows in Kafka's
+milliseconds and in windowagg's microseconds differ in one corner, explained in the page).
+
+Results: bench/results/kafka_compare-<tag>.json; a full run (or --docs) renders docs/benchmarks-kafka.md
+and docs/img/kafka_compare.png. Re-render from a results file: --report bench/results/....json
+
+Run from the repository root:  bench/run-kafka-compare --quick   (smoke run: 50k events, 10 keys)
+                               bench/run-kafka-compare           (full run: 300k events, 1000 keys)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+import harness  # noqa: E402  (session, metadata, /proc CPU, result files)
+import sessions as sessions_bench  # noqa: E402  (the session-window generator)
+import sliding_streaming as ss  # noqa: E402  (the sliding generator, the streaming run and its CPU sampler)
+from harness import log  # noqa: E402
+
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+KAFKA_DIR = BENCH_DIR / "kafka-streams"
+KAFKA_MAIN = "windowagg.bench.KafkaWindowBench"
+DOC = REPO / "docs" / "benchmarks-kafka.md"
+IMG = REPO / "docs" / "img" / "kafka_compare.png"
+
+KINDS = ["sliding", "session"]
+STORES = ["memory", "rocksdb"]
+GAP_S = sessions_bench.GAP_S
+FLUSH_KEY = -1
+FLUSH_AFTER_MS = 86_400_000  # the far-future event: one day after the last event (as in KafkaWindowBench)
+STORE_LABEL = {"memory": "in-memory store", "rocksdb": "RocksDB store"}
+KIND_LABEL = {"sliding": "sliding windows", "session": "session windows"}
+
+
+# --------------------------------------------------------------------------------------- args
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 50k events, 10 keys, Kafka runs capped at 120 s, no docs (explicit flags win)")
+    p.add_argument("--events", type=int, help="events per kind (default 300,000; quick 50,000)")
+    p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 10)")
+    p.add_argument("--files", type=int, default=10, help="Parquet files = windowagg's data micro-batches (10)")
+    p.add_argument("--kinds", default=",".join(KINDS), help="subset of sliding,session")
+    p.add_argument("--stores", default=",".join(STORES), help="Kafka stores: subset of memory,rocksdb")
+    p.add_argument("--density", type=float, default=10.0, help="sliding: events per second per key (10)")
+    p.add_argument("--size", type=int, default=10, help="sliding window size in seconds (10)")
+    p.add_argument("--grace", type=float, default=2.0, help="grace in seconds, both kinds (2)")
+    p.add_argument("--jitter-ms", type=int, default=500, help="sliding: disorder in ms, below the grace (500)")
+    p.add_argument("--mean-session", type=float, default=50.0, help="session: mean events per session (50)")
+    p.add_argument("--reps", type=int, default=1, help="timed runs per system and cell (1)")
+    p.add_argument("--warmup-files", type=int, default=3,
+                   help="windowagg's untimed warm-up reads the first N files; Kafka's warms up on their events (3)")
+    p.add_argument("--kafka-warmup-seconds", type=float, default=20.0,
+                   help="cap on a Kafka warm-up's piping time (20)")
+    p.add_argument("--kafka-max-seconds", type=float,
+                   help="cap on a timed Kafka run's piping time: a run over it stops early, reported as "
+                        "incomplete (default 240; quick 120)")
+    p.add_argument("--kafka-heap", default="4g", help="-Xmx of the Kafka JVM (4g)")
+    p.add_argument("--changelog", action="store_true",
+                   help="Kafka stores with changelog topics (the driver keeps their records in memory)")
+    p.add_argument("--caching", action="store_true", help="Kafka stores with the record cache")
+    p.add_argument("--no-build", action="store_true", help="do not run mvn (bench/kafka-streams must be built)")
+    p.add_argument("--master", default="local[1]")
+    p.add_argument("--shuffle-partitions", type=int, default=1)
+    p.add_argument("--driver-memory", default="4g")
+    p.add_argument("--timeout", type=float, help="seconds before a windowagg run is stopped (default 1800; quick 300)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--contended", type=float, default=0.3,
+                   help="a run during which other processes used more than this many cores is marked contended (0.3)")
+    p.add_argument("--quiet-wait", type=float, default=30.0,
+                   help="before each timed run, wait up to N s for other processes to drop below --contended (30)")
+    p.add_argument("--work-dir", help="input files, CSV and checkpoints (default: a fresh folder under /tmp)")
+    p.add_argument("--tag", help="results file name stem suffix (default quick or full)")
+    p.add_argument("--docs", dest="docs", action="store_true", default=None,
+                   help="render docs/benchmarks-kafka.md and its plot (default: on unless --quick)")
+    p.add_argument("--no-docs", dest="docs", action="store_false")
+    p.add_argument("--report", metavar="JSON", help="only render the docs from this results file")
+    a = p.parse_args(argv)
+    q = a.quick
+    a.events = a.events or (50_000 if q else 300_000)
+    a.keys = a.keys or (10 if q else 1000)
+    a.kafka_max_seconds = a.kafka_max_seconds if a.kafka_max_seconds is not None else (120.0 if q else 240.0)
+    a.timeout = a.timeout or (300.0 if q else 1800.0)
+    a.tag = a.tag or ("quick" if q else "full")
+    if a.docs is None:
+        a.docs = not q
+    a.kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
+    a.stores = [s.strip() for s in a.stores.split(",") if s.strip()]
+    for k in a.kinds:
+        if k not in KINDS:
+            p.error(f"unknown kind {k!r}")
+    for s in a.stores:
+        if s not in STORES:
+            p.error(f"unknown store {s!r}")
+    if a.jitter_ms >= a.grace * 1000:
+        p.error("--jitter-ms must stay below the grace (no late events)")
+    return a
+
+
+# ------------------------------------------------------------------------------------ the input
+
+def flush_ms(max_ms: int) -> int:
+    return max_ms + FLUSH_AFTER_MS
+
+
+def generate(spark, a, kind: str, work: Path) -> list[Path]:
+    """The kind's events as a.files Parquet files, in arrival order (the other benchmarks' generators)."""
+    folder = work / f"{kind}-input"
+    if kind == "sliding":
+        ns = argparse.Namespace(batches=a.files, keys=a.keys, density=a.density, seed=a.seed, jitter_ms=a.jitter_ms)
+        return ss.make_input(spark, ns, folder, a.events)
+    ns = argparse.Namespace(stream_rows=a.events, files=a.files, keys=a.keys, mean_session=a.mean_session, seed=a.seed)
+    return sessions_bench.make_files(spark, ns, folder)
+
+
+def read_events(files: list[Path]):
+    """(k, ts in epoch ms, v) of the files, in order, as numpy arrays, and the events per file."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ks, ts, vs = [], [], []
+    for f in files:
+        t = pq.read_table(f, columns=["k", "ts", "v"])
+        col = t.column("ts").combine_chunks()
+        per_ms = {"s": None, "ms": 1, "us": 1_000, "ns": 1_000_000}[col.type.unit]
+        raw = col.cast(pa.int64()).to_numpy()
+        ks.append(t.column("k").to_numpy())
+        ts.append(raw // per_ms if per_ms else raw * 1000)
+        vs.append(t.column("v").to_numpy())
+    return np.concatenate(ks), np.concatenate(ts), np.concatenate(vs), [len(x) for x in ks]
+
+
+def write_csv(k, t, v, path: Path) -> None:
+    with open(path, "w") as f:
+        f.write("key,ts_ms,value\n")
+        f.writelines(f"{kk},{tt},{vv!r}\n" for kk, tt, vv in zip(k.tolist(), t.tolist(), v.tolist()))
+
+
+def add_flush_file(spark, files: list[Path], at_ms: int) -> Path:
+    """One more Parquet file (read last: its modification time is after the others') with the far-future
+    event (k = -1, ts = at_ms, v = 0), the same one the Kafka driver pipes after the CSV."""
+    from pyspark.sql import functions as F
+    folder = files[-1].parent
+    staging = folder.with_name(folder.name + "-flush")
+    shutil.rmtree(staging, ignore_errors=True)
+    (spark.range(1, numPartitions=1)
+     .select(F.lit(FLUSH_KEY).cast("int").alias("k"), F.timestamp_millis(F.lit(at_ms)).alias("ts"),
+             F.lit(0.0).alias("v"))
+     .write.parquet(str(staging)))
+    part = next(staging.glob("*.parquet"))
+    target = folder / f"events-{len(files):05d}.parquet"
+    os.replace(part, target)
+    shutil.rmtree(staging, ignore_errors=True)
+    last = files[-1].stat().st_mtime
+    os.utime(target, (last + 1, last + 1))
+    return target
+
+
+def expected_windows(kind: str, k, t, size_ms: int, gap_ms: int) -> dict:
+    """The final windows each system should emit, counted from the events (all on time).
+
+    Sliding (KIP-450): per key and distinct time t, a left window [t - S, t], and a right window starting
+    one tick after p when the next distinct time after p is at most S later. Kafka's tick is 1 ms, so
+    p's right window [p + 1, p + 1 + S] is the left window of p + 1 + S when an event is there: one window.
+    windowagg's tick on a TIMESTAMP is 1 µs, so its right window [p + 1 µs, p + 1 µs + S] never coincides
+    with a left window (the events are whole milliseconds): two windows. So windowagg has one window more
+    per (key, p) with an event exactly S + 1 ms after p and another one in (p, p + S].
+    Session (KIP-94): per key, one session plus one per distance between consecutive distinct times
+    over the gap (both systems merge distances up to the gap inclusive).
+    """
+    import pandas as pd
+    u = pd.DataFrame({"k": k, "t": t}).drop_duplicates().sort_values(["k", "t"], kind="stable")
+    nxt = u.groupby("k", sort=False)["t"].shift(-1)
+    if kind == "session":
+        n = int(u["k"].nunique() + (nxt - u["t"] > gap_ms).sum())
+        return {"windowagg": n, "kafka": n, "distinct_key_times": len(u)}
+    right = (nxt - u["t"]) <= size_ms  # NaN (a key's last time) compares False
+    at = pd.MultiIndex.from_arrays([u["k"].to_numpy(), u["t"].to_numpy()])
+    plus = pd.MultiIndex.from_arrays([u["k"].to_numpy(), (u["t"] + size_ms + 1).to_numpy()]).isin(at)
+    left = len(u)
+    both = int((right & plus).sum())
+    return {"windowagg": int(left + right.sum()), "kafka": int(left + right.sum() - both),
+            "distinct_key_times": left, "right_windows_windowagg": int(right.sum()),
+            "event_exactly_size_plus_1ms_after": int(plus.sum()), "differ_by": both}
+
+
+# ------------------------------------------------------------------------------------ windowagg
+
+def ms_tick_check(spark, k, t, v, size_ms: int) -> dict:
+    """Untimed: windowagg's batch sliding windows over the same events with the time as an integral
+    epoch-millisecond column (a 1 ms tick, as Kafka's): the number of windows and the sum of their
+    counts, to set next to Kafka's."""
+    import pandas as pd
+    import windowagg
+    from pyspark.sql import functions as F
+    from windowagg import SlidingWindows
+
+    pdf = pd.DataFrame({"k": k.astype("int32"), "ms": t.astype("int64"), "v": v})
+    df = spark.createDataFrame(pdf).repartition(1)
+    out = (df.groupBy("k", windowagg.window("ms", SlidingWindows.of(size_ms), time_unit="milliseconds"))
+           .agg(F.count("v").alias("n"))
+           .agg(F.count("*").alias("windows"), F.sum("n").alias("sum_of_counts")).collect()[0])
+    return {"windows": int(out["windows"]), "sum_of_counts": int(out["sum_of_counts"])}
+
+
+def windowagg_query(kind: str, spark, a, source: Path):
+    """The windowagg streaming query of `kind` over the files in `source` (grace on the definition)."""
+    import windowagg
+    from pyspark.sql import functions as F
+    from windowagg import SessionWindows, SlidingWindows
+
+    grace = f"{int(round(a.grace * 1000))} milliseconds"
+    events = (spark.readStream.schema("k INT, ts TIMESTAMP, v DOUBLE")
+              .option("maxFilesPerTrigger", 1)
+              .parquet(str(source)))
+    if kind == "sliding":
+        definition = SlidingWindows.of(f"{a.size} seconds").grace(grace)
+    else:
+        definition = SessionWindows.withInactivityGap(f"{GAP_S} seconds").grace(grace)
+    return (events.groupBy("k", windowagg.window("ts", definition, emit="final"))
+            .agg(F.sum("v").alias("sum_v"), F.count("v").alias("count_v"), F.max("v").alias("max_v")))
+
+
+def run_windowagg(kind: str, spark, a, source: Path, checkpoint: Path, batches: int, cpu, with_flush: bool) -> dict:
+    """One run through bench/sliding_streaming.py's run_query (progress, CPU, trailing no-data batch),
+    with this script's query in place of that module's own."""
+    original = ss.query
+    ss.query = lambda name, spark_, a_, source_: windowagg_query(name, spark_, a_, source_)
+    try:
+        r = ss.run_query(kind, spark, a, source, checkpoint, batches, a.timeout, cpu)
+    finally:
+        ss.query = original
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    # the far-future event is input, not one of the events
+    r["events_read"] = r["events"]
+    r["events"] = r["events"] - (1 if with_flush and r["data_batches"] >= batches else 0)
+    r["events_per_s"] = r["events"] / r["processing_s"] if r["processing_s"] else None
+    r["system"] = "windowagg"
+    r["kind"] = kind
+    return r
+
+
+# ---------------------------------------------------------------------------------------- Kafka
+
+def build_kafka() -> str:
+    """mvn package + the dependency classpath; returns the java -cp value."""
+    cp_file = KAFKA_DIR / "target" / "classpath.txt"
+    cmd = ["mvn", "-q", "-f", str(KAFKA_DIR / "pom.xml"), "package", "dependency:build-classpath",
+           f"-Dmdep.outputFile={cp_file}"]
+    log(f"building {KAFKA_DIR.relative_to(REPO)}: {' '.join(cmd[:4])} ...")
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    log(f"built ({time.perf_counter() - t0:.1f}s)")
+    return kafka_classpath()
+
+
+def kafka_classpath() -> str:
+    cp_file = KAFKA_DIR / "target" / "classpath.txt"
+    classes = KAFKA_DIR / "target" / "classes"
+    if not cp_file.exists() or not classes.exists():
+        raise RuntimeError(f"{KAFKA_DIR} is not built (run without --no-build)")
+    return f"{classes}:{cp_file.read_text().strip()}"
+
+
+def java_bin() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java") or "java"
+
+
+def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, state_dir: Path, cpu,
+              timeout: float) -> dict:
+    """One JVM: warm-up on the first warmup_events events, then the timed run; its JSON line, plus the
+    JVM's wall and CPU time and the CPU other processes used meanwhile."""
+    cmd = [java_bin(), f"-Xmx{a.kafka_heap}", "-cp", cp, KAFKA_MAIN, "--input", str(csv), "--kind", kind,
+           "--store", store, "--size-ms", str(a.size * 1000), "--gap-ms", str(GAP_S * 1000),
+           "--grace-ms", str(int(round(a.grace * 1000))), "--warmup-events", str(warmup_events),
+           "--warmup-max-seconds", str(a.kafka_warmup_seconds), "--max-seconds", str(a.kafka_max_seconds),
+           "--state-dir", str(state_dir), "--progress"]
+    if a.changelog:
+        cmd.append("--changelog")
+    if a.caching:
+        cmd.append("--caching")
+    s0 = cpu.sample()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        status = "ok" if p.returncode == 0 else f"error: exit {p.returncode}: {p.stderr.strip()[-600:]}"
+        out, err = p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        status, out, err = "timeout", "", e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+    wall = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    s1 = cpu.sample()
+    shutil.rmtree(state_dir, ignore_errors=True)
+    jvm_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    r = {"system": "kafka", "kind": kind, "store": store, "status": status, "jvm_wall_s": wall, "jvm_cpu_s": jvm_cpu}
+    (b0, o0), (b1, o1) = s0, s1
+    if None not in (b0, b1, o0, o1) and wall > 0:
+        foreign = max(0.0, (b1 - b0 - (o1 - o0)) / ss._CLK - jvm_cpu)
+        r["foreign_cores"] = foreign / wall
+    else:
+        r["foreign_cores"] = None
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if lines:
+        r.update(json.loads(lines[-1]))
+    elif status == "ok":
+        r["status"] = "error: no JSON line"
+    r["progress_tail"] = err.strip().splitlines()[-3:] if err else []
+    return r
+
+
+# ------------------------------------------------------------------------------------- results
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(res: dict) -> None:
+    """Per kind: windowagg's and each Kafka store's medians, the ratios, and the window-count check."""
+    out = {}
+    for kind in res["args"]["kinds"]:
+        s = {"windowagg": None, "kafka": {}}
+        wr = [r for r in res["runs"] if r["system"] == "windowagg" and r["kind"] == kind
+              and r.get("timed") and r["status"] == "ok" and r.get("events_per_s")]
+        if wr:
+            eps = _median([r["events_per_s"] for r in wr])
+            s["windowagg"] = {
+                "events_per_s": eps, "runs": len(wr), "events": wr[0]["events"],
+                "processing_s": _median([r["processing_s"] for r in wr]),
+                "wall_s": _median([r["wall_s"] for r in wr]),
+                "own_cpu_s": _median([r.get("own_cpu_s") for r in wr]),
+                "micro_batches": wr[0]["micro_batches"],
+                "output_rows": wr[0]["output_rows"], "output_rows_all": sorted({r["output_rows"] for r in wr}),
+                "state_rows_max": max((b["state_rows"] for b in wr[0]["batches"]), default=None),
+                "contended_runs": sum(1 for r in wr if r.get("contended")),
+            }
+            w = s["windowagg"]
+            w["cpu_s_per_million"] = (w["own_cpu_s"] / w["events"] * 1e6) if w["own_cpu_s"] and w["events"] else None
+        for store in res["args"]["stores"]:
+            kr = [r for r in res["runs"] if r["system"] == "kafka" and r["kind"] == kind and r["store"] == store
+                  and r.get("timed") and r["status"] == "ok" and r.get("events_per_s")]
+            if not kr:
+                continue
+            complete = all(r.get("complete") for r in kr)
+            x = {
+                "events_per_s": _median([r["events_per_s"] for r in kr]), "runs": len(kr),
+                "complete": complete, "events": min(r["events"] for r in kr), "events_total": kr[0]["events_total"],
+                "event_time_span_s": min(r["event_time_span_s"] for r in kr),
+                "seconds": _median([r["seconds"] for r in kr]),
+                "cpu_seconds": _median([r["cpu_seconds"] for r in kr]),
+                "process_cpu_seconds": _median([r["process_cpu_seconds"] for r in kr]),
+                "last_chunk_events_per_s": _median([r.get("last_chunk_events_per_s") for r in kr]),
+                "output_records": kr[0]["output_records"],
+                "output_records_all": sorted({r["output_records"] for r in kr}),
+                "contended_runs": sum(1 for r in kr if r.get("contended")),
+                "jvm_wall_s": _median([r["jvm_wall_s"] for r in kr]),
+            }
+            x["cpu_s_per_million"] = x["process_cpu_seconds"] / x["events"] * 1e6 if x["events"] else None
+            w = s["windowagg"]
+            if w:
+                # > 1: windowagg handles more events per second on its one core than Kafka on its one thread
+                x["ratio_windowagg_over_kafka"] = harness.ratio(w["events_per_s"], x["events_per_s"])
+                x["ratio_cpu"] = harness.ratio(x["cpu_s_per_million"], w["cpu_s_per_million"])
+                # an incomplete Kafka run's rate covers the first events only, while its state was still
+                # filling up and its rate falling: over all events the ratio would be higher
+                x["ratio_is_lower_bound"] = not complete
+            s["kafka"][store] = x
+        exp = res.get("expected", {}).get(kind)
+        check = {"expected": exp}
+        if s["windowagg"]:
+            check["windowagg"] = s["windowagg"]["output_rows"]
+            check["windowagg_as_expected"] = bool(exp) and check["windowagg"] == exp["windowagg"]
+        for store, x in s["kafka"].items():
+            if x["complete"]:
+                check[f"kafka_{store}"] = x["output_records"]
+                check[f"kafka_{store}_as_expected"] = bool(exp) and x["output_records"] == exp["kafka"]
+            else:
+                check[f"kafka_{store}"] = None
+                check[f"kafka_{store}_note"] = (f"incomplete run ({x['events']:,} of {x['events_total']:,} events): "
+                                                "not all windows closed")
+        ms = (exp or {}).get("windowagg_batch_ms_tick")
+        if ms:
+            # windowagg (batch) with Kafka's 1 ms tick against Kafka: windows and the sum of their counts
+            kafka_ms = {st: {"windows": x["output_records"],
+                             "sum_of_counts": next((r.get("sum_of_counts") for r in res["runs"]
+                                                    if r["system"] == "kafka" and r["kind"] == kind
+                                                    and r.get("store") == st and r.get("timed")
+                                                    and r["status"] == "ok"), None)}
+                        for st, x in s["kafka"].items() if x["complete"]}
+            check["ms_tick"] = {"windowagg_batch": ms, **{f"kafka_{st}": v for st, v in kafka_ms.items()},
+                                "equal": bool(kafka_ms) and all(v == ms for v in kafka_ms.values())}
+        s["check"] = check
+        out[kind] = s
+    res["summary"] = out
+
+
+def write_results(res: dict, tag: str) -> Path:
+    return harness.write_json(res, RESULTS_DIR / f"kafka_compare-{tag}.json")
+
+
+# -------------------------------------------------------------------------------------- report
+
+def _fmt(x, spec=",.0f", none="–"):
+    return none if x is None else format(x, spec)
+
+
+def render_plot(res: dict, img: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401
+
+    kinds = [k for k in res["args"]["kinds"] if k in res["summary"]]
+    stores = res["args"]["stores"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.5, 5.6), gridspec_kw={"width_ratios": [1, 1.15]})
+    bars = [("windowagg", "windowagg (local[1])", "tab:blue")] + [
+        (s, f"Kafka Streams, {STORE_LABEL[s]}", c) for s, c in zip(stores, ["tab:orange", "tab:green"])]
+    width = 0.8 / len(bars)
+    for i, kind in enumerate(kinds):
+        s = res["summary"][kind]
+        for j, (name, label, color) in enumerate(bars):
+            x = s["windowagg"] if name == "windowagg" else s["kafka"].get(name)
+            if not x:
+                continue
+            pos = i + (j - (len(bars) - 1) / 2) * width
+            incomplete = name != "windowagg" and not x["complete"]
+            ax1.bar(pos, x["events_per_s"], width, color=color, label=label if i == 0 else None,
+                    hatch="//" if incomplete else None, edgecolor="white" if incomplete else None)
+            ax1.annotate(f"{x['events_per_s']:,.0f}" + ("*" if incomplete else ""), (pos, x["events_per_s"]),
+                         ha="center", va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+    ax1.set_yscale("log")
+    ax1.set_ylim(bottom=50)
+    ax1.set_xticks(range(len(kinds)), [KIND_LABEL[k] for k in kinds])
+    ax1.set_ylabel("events per second, one core / one thread (log)")
+    ax1.set_title("Throughput")
+    ax1.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
+    ax1.grid(True, axis="y", which="both", alpha=0.3)
+    if any(not x["complete"] for s in res["summary"].values() for x in s["kafka"].values()):
+        ax1.set_title("Throughput (* stopped at the time cap: rate over the first events only)", fontsize=9)
+
+    styles = {("sliding", "memory"): ("tab:orange", "-"), ("sliding", "rocksdb"): ("tab:green", "-"),
+              ("session", "memory"): ("tab:orange", "--"), ("session", "rocksdb"): ("tab:green", "--")}
+    for r in res["runs"]:
+        if r["system"] != "kafka" or not r.get("timed") or not r.get("chunks"):
+            continue
+        color, ls = styles[(r["kind"], r["store"])]
+        xs = [c[0] for c in r["chunks"]]
+        ax2.plot(xs, [c[1] for c in r["chunks"]], color=color, linestyle=ls, marker=".", markersize=3,
+                 label=f"Kafka {KIND_LABEL[r['kind']]}, {STORE_LABEL[r['store']]}" if r.get("rep") == 1 else None)
+    for kind in kinds:
+        w = res["summary"][kind]["windowagg"]
+        if w:
+            ax2.axhline(w["events_per_s"], color="tab:blue", linestyle="-" if kind == "sliding" else "--",
+                        linewidth=1.2, label=f"windowagg {KIND_LABEL[kind]} (whole run)")
+    ax2.set_yscale("log")
+    ax2.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax2.set_xlabel("events piped so far")
+    ax2.set_ylabel("events per second of each 10,000-event chunk (log)")
+    ax2.set_title("Kafka Streams' rate along the run")
+    ax2.grid(True, which="both", alpha=0.3)
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    wl = res["workload"]
+    fig.suptitle(f"{wl['events']:,} events per kind, {wl['keys']:,} keys; sliding S = {wl['size_s']} s, "
+                 f"session gap {wl['gap_s']} s, grace {wl['grace_s']:g} s", fontsize=10)
+    fig.tight_layout()
+    img.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(img, dpi=110)
+    plt.close(fig)
+
+
+def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
+    render_plot(res, img)
+    S, wl, m, cfg = res["summary"], res["workload"], res["machine"], res["config"]
+    kafka_version = next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?")
+    kafka_java = next((r.get("java") for r in res["runs"] if r.get("java")), "?")
+    rel = lambda p: os.path.relpath(p, doc.parent)  # noqa: E731
+    L = []
+    L.append("# windowagg against Kafka Streams: sliding and session windows, per core\n")
+    L.append(f"Generated by `bench/kafka_compare.py` from `{os.path.relpath(json_path, REPO)}` (run started "
+             f"{res['started']}, finished {res['finished']}, git {res['git_rev']}). Every number below comes "
+             "from that run.\n")
+    L.append("The same events, the same windows (size, gap, grace, final emission, count/sum/max), run by "
+             "windowagg in Spark Structured Streaming on one core and by Kafka Streams on one thread (its "
+             "`TopologyTestDriver`), with Kafka's in-memory and RocksDB stores.\n")
+
+    head = []
+    for kind, sm in S.items():
+        w = sm["windowagg"]
+        parts = [f"{'≥ ' if x.get('ratio_is_lower_bound') else ''}{x['ratio_windowagg_over_kafka']:.2f}× Kafka "
+                 f"Streams' with its {STORE_LABEL[st]} ({x['events_per_s']:,.0f}"
+                 + ("" if x["complete"] else ", a run that did not finish") + ")"
+                 for st, x in sm["kafka"].items() if x.get("ratio_windowagg_over_kafka")]
+        if w and parts:
+            head.append(f"on {KIND_LABEL[kind]}, windowagg's {w['events_per_s']:,.0f} events/s are "
+                        + " and ".join(parts))
+    if head:
+        L.append("**Per core:** " + "; ".join(head) + ". Every system emitted the windows expected from the "
+                 "events (see [Window counts](#window-counts)).\n")
+    L.append("## Results\n")
+    L.append("| windows | system | events/s (one core / thread) | timed s | CPU s (process) | CPU s per 1M events "
+             "| final windows | windowagg ÷ Kafka (events/s) | Kafka ÷ windowagg (CPU per event) |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for kind, s in S.items():
+        w = s["windowagg"]
+        if w:
+            L.append(f"| {KIND_LABEL[kind]} | **windowagg** (`{cfg['master']}`) | **{_fmt(w['events_per_s'])}** | "
+                     f"{w['processing_s']:.1f} | {_fmt(w['own_cpu_s'], '.1f')} | {_fmt(w['cpu_s_per_million'], '.1f')} | "
+                     f"{w['output_rows']:,} | | |")
+        for store, x in s["kafka"].items():
+            lb = "≥ " if x.get("ratio_is_lower_bound") else ""
+            ev = "" if x["complete"] else f" (first {x['events']:,} events, then stopped)"
+            L.append(f"| {KIND_LABEL[kind]} | Kafka Streams, {STORE_LABEL[store]} | {_fmt(x['events_per_s'])}{ev} | "
+                     f"{x['seconds']:.1f} | {x['process_cpu_seconds']:.1f} | {_fmt(x['cpu_s_per_million'], '.1f')} | "
+                     f"{'–' if not x['complete'] else format(x['output_records'], ',')} | "
+                     f"**{lb}{_fmt(x.get('ratio_windowagg_over_kafka'), '.2f')}×** | "
+                     f"{lb}{_fmt(x.get('ratio_cpu'), '.2f')}× |")
+    L.append("")
+    L.append("- **events/s**: windowagg: events ÷ the sum of the micro-batches' `triggerExecution` at "
+             f"`{cfg['master']}` (one task thread); Kafka Streams: events ÷ the wall time of piping them "
+             "through the driver on its one thread (the driver processes each record inside `pipeInput`).")
+    L.append("- **CPU s (process)**: windowagg: CPU of the benchmark's processes (Spark's driver JVM, where "
+             "`local[1]` runs the task, plus Python) over the run, from `/proc`; Kafka Streams: CPU of its JVM "
+             "(`OperatingSystemMXBean.getProcessCpuTime`) while piping. Both include the JVMs' garbage "
+             "collection, JIT and RocksDB background threads, which can run on the machine's second core; "
+             "the Kafka thread alone used "
+             + ", ".join(f"{x['cpu_seconds']:.1f} s ({KIND_LABEL[k]}, {STORE_LABEL[st]})"
+                         for k, s in S.items() for st, x in s["kafka"].items()) + ".")
+    L.append("- **windowagg ÷ Kafka**: above 1, windowagg handles more events per second per core; the CPU "
+             "column compares CPU seconds per event the same way (Kafka's ÷ windowagg's).")
+    if any(not x["complete"] for s in S.values() for x in s["kafka"].values()):
+        L.append(f"- A Kafka run stops after the 10,000-event chunk that takes its piping time over "
+                 f"{res['args']['kafka_max_seconds']:.0f} s (`--kafka-max-seconds`); its rate then covers only "
+                 "the first events, while its state was still filling up and its rate still falling (see the "
+                 "plot), so the ratio is a lower bound (≥), and its windows are not all closed, so it has no "
+                 "window count.")
+    L.append("")
+    L.append(f"![events per second, and Kafka's rate along each run]({rel(img)})\n")
+
+    L.append("## Window counts\n")
+    L.append("Each system's final windows, next to the count expected from the events (computed by "
+             "`bench/kafka_compare.py` from the CSV the Kafka driver reads, which holds the same rows as "
+             "windowagg's Parquet files):\n")
+    L.append("| windows | windowagg | expected (windowagg) | Kafka, in-memory | Kafka, RocksDB | expected (Kafka) | "
+             "equal? |")
+    L.append("|---|---:|---:|---:|---:|---:|---|")
+    notes = []
+    for kind, s in S.items():
+        c = s["check"]
+        e = c.get("expected") or {}
+        ok = [c.get("windowagg_as_expected")] + [c.get(f"kafka_{st}_as_expected") for st in s["kafka"]
+                                                 if c.get(f"kafka_{st}") is not None]
+        verdict = "yes, each as expected" if ok and all(ok) else "**no**"
+        if kind == "session" and all(ok) and c.get("windowagg") is not None and all(
+                c.get(f"kafka_{st}") == c["windowagg"] for st in s["kafka"] if c.get(f"kafka_{st}") is not None):
+            verdict = "yes: the same sessions count"
+        L.append(f"| {KIND_LABEL[kind]} | {_fmt(c.get('windowagg'), ',')} | {_fmt(e.get('windowagg'), ',')} | "
+                 f"{_fmt(c.get('kafka_memory'), ',', 'not all closed' if 'memory' in s['kafka'] else '–')} | "
+                 f"{_fmt(c.get('kafka_rocksdb'), ',', 'not all closed' if 'rocksdb' in s['kafka'] else '–')} | "
+                 f"{_fmt(e.get('kafka'), ',')} | {verdict} |")
+        if kind == "sliding" and c.get("ms_tick"):
+            mt = c["ms_tick"]
+            wb = mt["windowagg_batch"]
+            ks = [(st, mt[f"kafka_{st}"]) for st in s["kafka"] if f"kafka_{st}" in mt]
+            notes.append(
+                "Cross-check with Kafka's tick: windowagg's batch `SlidingWindows` over the same events with the "
+                "time as an integral epoch-millisecond column (`time_unit=\"milliseconds\"`, a 1 ms tick) finds "
+                f"{wb['windows']:,} windows whose counts sum to {wb['sum_of_counts']:,}; "
+                + "; ".join(f"Kafka Streams with its {STORE_LABEL[st]}: {x['windows']:,} windows summing to "
+                            f"{_fmt(x['sum_of_counts'], ',')}" for st, x in ks)
+                + (" — **identical**." if mt.get("equal") else " — **not identical**."))
+        kafka_seen = [c.get(f"kafka_{st}") for st in s["kafka"] if c.get(f"kafka_{st}") is not None]
+        observed_diff = (f"{c['windowagg'] - kafka_seen[0]:,}" if kafka_seen and c.get("windowagg") is not None
+                         else "–")
+        if kind == "sliding" and e:
+            notes.append(
+                f"Sliding windows: windowagg emits **{observed_diff}** windows more than Kafka Streams "
+                f"({e['windowagg'] - e['kafka']:,} by the expected counts) — not a disagreement about the events "
+                "but about time's resolution. Both follow KIP-450 (per key, a left window `[t − S, t]` for each "
+                "distinct time t, and a right window one tick after p when the next event is at most S after "
+                "p), but a tick is 1 ms in Kafka and 1 µs for windowagg's TIMESTAMP column. Kafka's right window "
+                "of p, `[p + 1 ms, p + 1 ms + S]`, is the same window as the left window of an event at exactly "
+                "p + S + 1 ms, so Kafka counts them once; windowagg's right window `[p + 1 µs, p + 1 µs + S]` "
+                "holds the events in `(p, p + S]` and is a different window from `[p + 1 ms, p + S + 1 ms]`, "
+                f"so windowagg emits both. Among the {e['distinct_key_times']:,} distinct (key, time) pairs, "
+                f"{e['event_exactly_size_plus_1ms_after']:,} have an event exactly S + 1 ms later, "
+                f"{e['differ_by']:,} of them with another event in between: that is the difference, to the window.")
+    L.append("")
+    for n in notes:
+        L.append(n + "\n")
+
+    L.append("## Why Kafka Streams' sliding windows cost what they cost\n")
+    per_event = [r["sum_of_counts"] / r["events"] for r in res["runs"] if r["system"] == "kafka"
+                 and r["kind"] == "sliding" and r.get("timed") and r.get("complete") and r.get("events")]
+    per_event = f"{per_event[0]:.0f}" if per_event else f"about {wl['density'] * wl['size_s'] * 2:.0f}"
+    L.append("- Kafka's KIP-450 aggregation updates, for every record, each existing window that contains it "
+             f"({per_event} windows per event on average here, at {wl['density']:g} events per second per key "
+             f"and S = {wl['size_s']} s: the windows' counts sum to that many times the events): a store read "
+             "and write, and an update of the suppression buffer, per window and record. windowagg's streaming "
+             "processor keeps one partial aggregate per key and distinct time, and computes each window once, "
+             "when it becomes final, by sweeping those partials in time order (`docs/architecture.md`).")
+    rate = wl["keys"] * wl["density"]
+    starts = int(min(2 * wl["size_s"] * 1000, 2 * rate * 2 * wl["size_s"]))
+    L.append("- Kafka's in-memory window store (`InMemoryWindowStore`) is ordered by window start time, then "
+             "key: fetching one key's windows over `[t − 2S, t]` (what the sliding aggregation does for every "
+             "record) walks every window start in that range, of all keys, and looks the key up under each. "
+             f"At {wl['keys']:,} keys × {wl['density']:g} events/s ({rate:,.0f} events per second of event "
+             f"time) the range holds up to ~{starts:,} distinct starts (left and right windows, at most one per "
+             "millisecond), so each record costs that many map lookups once the store holds 2S + grace of "
+             "events; the rate falls as the store fills (right plot). The RocksDB window store orders by key, "
+             "then time, and reads only the key's windows.")
+    L.append("- Session windows touch one session per record in both systems; there both Kafka stores keep "
+             "up with windowagg (Kafka's rate per chunk varies along the run, right plot).\n")
+
+    L.append("## Machine and versions\n")
+    L.append(f"- CPU: {m.get('cpu_model')}, {m.get('cpus_visible')} visible cores, {m.get('memory_gib')} GiB; "
+             f"{m.get('os')}")
+    L.append(f"- windowagg: Spark {m.get('spark')} (pyspark {m.get('pyspark')}), {m.get('java')}, Python "
+             f"{m.get('python')}; `{cfg['master']}`, `spark.sql.shuffle.partitions={cfg['shuffle_partitions']}`, "
+             f"driver memory {cfg['driver_memory']}, state store `RocksDBStateStoreProvider` (Spark's RocksDB "
+             "settings at their defaults)")
+    if cfg.get("windowagg_jar"):
+        j = cfg["windowagg_jar"]
+        L.append(f"- windowagg jar: `{j.get('path')}`, {j.get('bytes', 0):,} bytes, built {j.get('mtime')}")
+    L.append(f"- Kafka Streams {kafka_version} with kafka-streams-test-utils {kafka_version} "
+             f"(`bench/kafka-streams/pom.xml`), {kafka_java}, `-Xmx{res['args']['kafka_heap']}`, one JVM per run")
+    L.append("")
+
+    L.append("## Method\n")
+    L.append(f"- **Sliding input** (`bench/sliding_streaming.py`'s generator): {wl['events']:,} events "
+             f"`(k, ts, v)` over {wl['keys']:,} keys chosen uniformly at random, {wl['density']:g} events per "
+             f"second per key in event-time order with up to {wl['jitter_ms']} ms of disorder (below the "
+             f"{wl['grace_s']:g} s grace: no event is late). Windows: S = {wl['size_s']} s, grace "
+             f"{wl['grace_s']:g} s.")
+    L.append(f"- **Session input** (`bench/sessions.py`'s generator): {wl['events']:,} events over "
+             f"{wl['keys']:,} keys; per key, events 1 ms to 5 s apart, and after 1 in {wl['mean_session']:g} "
+             f"a break of more than the gap; in event-time order. Sessions: gap {wl['gap_s']} s, grace "
+             f"{wl['grace_s']:g} s.")
+    L.append(f"- Each input is written once as {wl['files']} Parquet files (windowagg's micro-batches) and as "
+             "one CSV in the same arrival order (Kafka's input; key as a string, time in epoch "
+             "milliseconds). After the last event both systems get one far-future event of a key no event has "
+             "(key −1, one day later): a last Parquet file for windowagg, one more `pipeInput` for Kafka. It "
+             "moves event time past every window, so each system emits all of them; its own windows stay "
+             "open. It is part of the timed work in both (it releases the last windows).")
+    L.append("- **windowagg**: `spark.readStream.parquet(...)` with `maxFilesPerTrigger=1` (one file per "
+             "micro-batch, default trigger), no `withWatermark` (the grace on the definition sets the "
+             "watermark: the largest time seen minus the grace),")
+    L.append("")
+    L.append("  ```python")
+    L.append(f"  events.groupBy(\"k\", windowagg.window(\"ts\", SlidingWindows.of(\"{wl['size_s']} seconds\")"
+             f".grace(\"{int(wl['grace_s'] * 1000)} milliseconds\"), emit=\"final\"))")
+    L.append(f"  events.groupBy(\"k\", windowagg.window(\"ts\", SessionWindows.withInactivityGap(\"{wl['gap_s']} "
+             f"seconds\").grace(\"{int(wl['grace_s'] * 1000)} milliseconds\"), emit=\"final\"))")
+    L.append("        .agg(F.sum(\"v\"), F.count(\"v\"), F.max(\"v\"))   # append mode, noop sink")
+    L.append("  ```")
+    L.append("")
+    L.append(f"  at `{cfg['master']}` with {cfg['shuffle_partitions']} shuffle partition(s): one task thread and "
+             "one state store, as Kafka's driver has one thread and one partition. An untimed warm-up reads the "
+             f"first {res['args']['warmup_files']} files; each timed run starts from a fresh checkpoint and ends "
+             "after the trailing no-data micro-batch that emits the last windows "
+             "(`bench/sliding_streaming.py`'s `run_query`).")
+    L.append("- **Kafka Streams** (`bench/kafka-streams`, class `windowagg.bench.KafkaWindowBench`): a "
+             "`TopologyTestDriver` over")
+    L.append("")
+    L.append("  ```java")
+    L.append("  builder.stream(\"events\", Consumed.with(Serdes.String(), Serdes.Double())).groupByKey(...)")
+    L.append(f"      .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(ofSeconds({wl['size_s']}), "
+             f"ofMillis({int(wl['grace_s'] * 1000)})))        // or")
+    L.append(f"      .windowedBy(SessionWindows.ofInactivityGapAndGrace(ofSeconds({wl['gap_s']}), "
+             f"ofMillis({int(wl['grace_s'] * 1000)})))       // + a session merger")
+    L.append("      .aggregate(init, add, [merge,] Materialized.as(Stores.inMemoryWindowStore(...) | "
+             "inMemorySessionStore(...) | \"agg\" /* RocksDB */))")
+    L.append("      .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))")
+    L.append("      .toStream().to(\"windows\", ...);")
+    L.append("  ```")
+    L.append("")
+    sliding_sum = next((r.get("sum_of_counts") for r in res["runs"] if r["system"] == "kafka"
+                        and r["kind"] == "sliding" and r.get("timed") and r.get("complete")), None)
+    cl = "with" if res["args"].get("changelog") else "without"
+    ca = "with" if res["args"].get("caching") else "without"
+    L.append(f"  The aggregate is `count, sum, max` as three doubles; the stores run {cl} changelog topics and "
+             f"{ca} the record cache (`--changelog`, `--caching` turn them on). The driver keeps every record "
+             "produced to a changelog topic in memory (one per window update: as many as the windows' counts "
+             "sum to, " + (f"{sliding_sum:,} for the sliding windows here" if sliding_sum else "tens of millions for "
+                           "sliding windows") + "). It commits, and so flushes the cache, "
+             "after every input record, so the cache cannot absorb repeated updates as it would under a 30 s "
+             "commit interval, and its range scans copy the cached keys of the scanned range "
+             "(`NamedCache.keySetIterator`): in a trial while this benchmark was written (1,000 keys, the first "
+             "60,000 sliding events, not part of this run), the cache took the RocksDB store from 2,965 to "
+             "2,564 events/s and the in-memory store from 470 to 121 events/s. "
+             "The in-memory stores get the retention the DSL gives its default ones (2S + grace; gap + "
+             "grace). One JVM per run (`-Xmx" + res["args"]["kafka_heap"] + "`): an untimed warm-up pipes the "
+             f"events of the first {res['args']['warmup_files']} files (at most "
+             f"{res['args']['kafka_warmup_seconds']:.0f} s, see below) through a throwaway driver, then a fresh driver "
+             "pipes all events in chunks of 10,000; only `pipeInput` is timed (reading the output topic back "
+             "is not). Both caps (warm-up and timed run) stop a run after the chunk that takes it over the cap.")
+    L.append(f"- {res['args']['reps']} timed run(s) per system and cell (median). Before each timed run the "
+             "harness waits for the machine to be quiet; runs during which other processes used more than "
+             f"{res['args']['contended']} cores are counted as contended: "
+             + ", ".join(f"{KIND_LABEL[k]} windowagg {s['windowagg']['contended_runs'] if s['windowagg'] else 0}"
+                         + "".join(f", Kafka {st} {x['contended_runs']}" for st, x in s['kafka'].items())
+                         for k, s in S.items()) + ".")
+    L.append("")
+    L.append("## What this does and does not compare\n")
+    L.append("- Kafka's side runs without brokers: no network, no consumer polling, no producer batching or "
+             "compression, and, as set up here, no changelog topics (its fault tolerance). windowagg's side "
+             "includes Spark's per-micro-batch work (planning, scheduling, the Parquet scan, the state "
+             "store's commit to the checkpoint folder, which is its fault tolerance). Both sides exclude "
+             "JVM start-up.")
+    L.append("- Kafka's driver processes one record at a time and commits after each; a real Kafka Streams "
+             "application commits every 30 s and caches store writes in between. Micro-batches are "
+             "windowagg's natural unit.")
+    L.append("- One core each, but each JVM also has GC, JIT and (RocksDB) background threads; the CPU columns "
+             "count them.")
+    L.append("")
+    L.append("## Reproduce\n")
+    L.append("```")
+    L.append("bench/run-kafka-compare --quick          # smoke run: 50k events, 10 keys (a few minutes)")
+    L.append("bench/run-kafka-compare                  # this page: 300k events, 1000 keys; log in "
+             "bench/results/kafka_compare-full.log")
+    L.append(f".venv/bin/python bench/kafka_compare.py --report {os.path.relpath(json_path, REPO)}   "
+             "# re-render this page")
+    L.append("```")
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("\n".join(L) + "\n")
+
+
+# ---------------------------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if a.report:
+        path = Path(a.report).resolve()
+        res = json.loads(path.read_text())
+        summarize(res)
+        harness.write_json(res, path)
+        render_doc(res, path)
+        log(f"wrote {DOC} and {IMG}")
+        return 0
+
+    cp = kafka_classpath() if a.no_build else build_kafka()
+    work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-kafka-"))
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"events={a.events:,} keys={a.keys} files={a.files} kinds={a.kinds} stores={a.stores} S={a.size}s "
+        f"gap={GAP_S}s grace={a.grace}s reps={a.reps} master={a.master} work={work}")
+    spark = harness.build_session(
+        "windowagg-bench-kafka-compare", master=a.master, shuffle_partitions=a.shuffle_partitions,
+        driver_memory=a.driver_memory,
+        extra_conf={"spark.sql.streaming.stateStore.providerClass": ss.ROCKSDB,
+                    "spark.sql.streaming.numRecentProgressUpdates": "100000"})
+    spark.sparkContext.setLogLevel("ERROR")
+    cpu = ss.Cpu(spark)
+    res = {
+        "benchmark": "kafka_compare",
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "finished": None,
+        "git_rev": ss.git_rev(),
+        "args": {k: v for k, v in vars(a).items()},
+        "config": {"master": a.master, "shuffle_partitions": a.shuffle_partitions, "driver_memory": a.driver_memory,
+                   "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass"),
+                   "windowagg_jar": harness.jar_info()},
+        "machine": harness.machine_info(spark),
+        "workload": {"events": a.events, "keys": a.keys, "files": a.files, "density": a.density, "size_s": a.size,
+                     "gap_s": GAP_S, "grace_s": a.grace, "jitter_ms": a.jitter_ms, "mean_session": a.mean_session,
+                     "flush_key": FLUSH_KEY, "flush_after_ms": FLUSH_AFTER_MS},
+        "inputs": {}, "expected": {}, "runs": [],
+    }
+    log(f"machine: {res['machine']}")
+
+    def save():
+        summarize(res)
+        return write_results(res, a.tag)
+
+    def quiet():
+        if a.quiet_wait > 0:
+            waited, share = cpu.wait_quiet(a.quiet_wait, a.contended)
+            if waited >= 1:
+                log(f"  waited {waited:.0f}s for a quiet machine (other processes at {share:.2f} cores)")
+
+    import numpy as np
+    try:
+        for kind in a.kinds:
+            # ---- the input, once
+            t0 = time.perf_counter()
+            files = generate(spark, a, kind, work)
+            k, t, v, per_file = read_events(files)
+            csv = work / f"{kind}.csv"
+            write_csv(k, t, v, csv)
+            flush_at = flush_ms(int(t.max()))
+            flush_file = add_flush_file(spark, files, flush_at)
+            all_files = files + [flush_file]
+            warm_n = min(a.warmup_files, len(files))
+            warm_events = int(sum(per_file[:warm_n]))
+            ss.link_subset(files, work / f"{kind}-warmup", warm_n)
+            exp = expected_windows(kind, k, t, a.size * 1000, GAP_S * 1000)
+            if kind == "sliding":
+                t1 = time.perf_counter()
+                exp["windowagg_batch_ms_tick"] = ms_tick_check(spark, k, t, v, a.size * 1000)
+                log(f"{kind}: windowagg batch with a 1 ms tick (BIGINT epoch-ms column): "
+                    f"{exp['windowagg_batch_ms_tick']} ({time.perf_counter() - t1:.1f}s)")
+            res["expected"][kind] = exp
+            res["inputs"][kind] = {"events": int(len(k)), "files": len(files), "keys_present": int(len(set(k.tolist()))),
+                                   "event_time_span_s": (int(t.max()) - int(t.min())) / 1000.0,
+                                   "out_of_order_events": int((t[1:] < np.maximum.accumulate(t)[:-1]).sum()),
+                                   "csv_mib": round(csv.stat().st_size / 2**20, 1),
+                                   "parquet_mib": round(sum(f.stat().st_size for f in all_files) / 2**20, 1),
+                                   "flush_ms": flush_at, "warmup_events": warm_events}
+            log(f"{kind}: input {res['inputs'][kind]} ({time.perf_counter() - t0:.1f}s); expected final windows {exp}")
+            save()
+
+            # ---- windowagg: warm-up, then the timed runs, interleaved with Kafka's
+            r = run_windowagg(kind, spark, a, work / f"{kind}-warmup", work / f"ck-{kind}-warmup", warm_n, cpu,
+                              with_flush=False)
+            r.update({"timed": False, "rep": 0})
+            res["runs"].append(r)
+            log(f"windowagg {kind} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s processing")
+            for rep in range(1, a.reps + 1):
+                quiet()
+                r = run_windowagg(kind, spark, a, work / f"{kind}-input", work / f"ck-{kind}-{rep}", len(all_files),
+                                  cpu, with_flush=True)
+                r.update({"timed": True, "rep": rep,
+                          "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended})
+                res["runs"].append(r)
+                log(f"windowagg {kind} rep {rep}: {r['status']} {r['events']:,} events, {r['micro_batches']} micro-batches, "
+                    f"{r['processing_s']:.1f}s processing ({r['wall_s']:.1f}s wall) -> {r['events_per_s'] or 0:,.0f} events/s; "
+                    f"own CPU {r['own_cpu_s'] or 0:.1f}s; final windows {r['output_rows']:,} (expected {exp['windowagg']:,}); "
+                    f"other processes {r['foreign_cores'] or 0:.2f} cores")
+                save()
+                for store in a.stores:
+                    quiet()
+                    kr = run_kafka(kind, store, a, cp, csv, warm_events, work / f"kafka-state-{kind}-{store}", cpu,
+                                   timeout=a.kafka_max_seconds * 2 + a.kafka_warmup_seconds * 2 + 300)
+                    kr.update({"timed": True, "rep": rep,
+                               "contended": kr["foreign_cores"] is not None and kr["foreign_cores"] > a.contended})
+                    res["runs"].append(kr)
+                    if kr["status"] == "ok":
+                        log(f"kafka {kind} {store} rep {rep}: {'complete' if kr['complete'] else 'STOPPED at the cap'} "
+                            f"{kr['events']:,} events in {kr['seconds']:.1f}s -> {kr['events_per_s']:,.0f} events/s "
+                            f"(last chunk {kr['last_chunk_events_per_s']:,.0f}/s); thread CPU {kr['cpu_seconds']:.1f}s, "
+                            f"process CPU {kr['process_cpu_seconds']:.1f}s; final windows {kr['output_records']:,} "
+                            f"(expected {exp['kafka']:,}); warm-up {kr['warmup_events']:,} events in "
+                            f"{kr['warmup_seconds']:.1f}s; JVM {kr['jvm_wall_s']:.1f}s wall; other processes "
+                            f"{kr['foreign_cores'] or 0:.2f} cores")
+                    else:
+                        log(f"kafka {kind} {store} rep {rep}: {kr['status'][:400]}")
+                    save()
+            shutil.rmtree(work / f"{kind}-input", ignore_errors=True)
+            shutil.rmtree(work / f"{kind}-warmup", ignore_errors=True)
+    finally:
+        res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        path = save()
+        spark.stop()
+        harness.cleanup_jar_copy()
+        if not a.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    for kind, s in res["summary"].items():
+        w = s["windowagg"]
+        if w:
+            log(f"{kind:8s} windowagg: {w['events_per_s']:,.0f} events/s, {w['output_rows']:,} final windows")
+        for store, x in s["kafka"].items():
+            lb = ">= " if x.get("ratio_is_lower_bound") else ""
+            log(f"{kind:8s} kafka {store:8s}: {x['events_per_s']:,.0f} events/s"
+                f"{'' if x['complete'] else ' (incomplete)'}, {x['output_records']:,} final windows; "
+                f"windowagg / kafka = {lb}{_fmt(x.get('ratio_windowagg_over_kafka'), '.2f')}x "
+                f"(CPU per event: {lb}{_fmt(x.get('ratio_cpu'), '.2f')}x)")
+        log(f"{kind:8s} check: {s['check']}")
+    log(f"results: {path}")
+    if a.docs:
+        render_doc(res, path)
+        log(f"wrote {DOC} and {IMG}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
