@@ -127,8 +127,10 @@ def test_bad_calendar_windows_are_named(spark):
         CalendarWindows.weeks(1, "Caturday")
     epoch = spark.createDataFrame([(1, 1000)], "k int, t long")
     with pytest.raises(AnalysisException, match="needs a time zone"):
-        epoch.groupBy("k", window("t", CalendarWindows.months(1))).count()
-    got = epoch.groupBy("k", window("t", CalendarWindows.days(1))).count().collect()
+        epoch.groupBy("k", window("t", CalendarWindows.months(1), time_unit="milliseconds")).count()
+    with pytest.raises(AnalysisException, match="give the column's unit"):
+        epoch.groupBy("k", window("t", CalendarWindows.days(1))).count()
+    got = epoch.groupBy("k", window("t", CalendarWindows.days(1), time_unit="milliseconds")).count().collect()
     assert [(r["window"]["start"], r["window"]["end"]) for r in got] == [(0, DAY // 1000)]
 
 

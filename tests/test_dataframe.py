@@ -4,6 +4,7 @@ import datetime
 import zlib
 
 import pytest
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -15,7 +16,11 @@ ALL_AGG_NAMES = ["n", "nv", "sv", "minv", "maxv", "avgv", "cif"]
 
 
 def run_windowagg(df, keys, definition, kind, time_unit=None):
-    """groupBy(keys, window) with every aggregate; returns (result df, collected dict)."""
+    """groupBy(keys, window) with every aggregate; returns (result df, collected dict).
+
+    Integral times are in milliseconds unless `time_unit` says otherwise."""
+    if time_unit is None and kind in h.INTEGRAL_KINDS:
+        time_unit = "milliseconds"
     result = df.groupBy(*keys, window("ts", definition, time_unit)).agg(
         *h.windowagg_aggregates(), *h.reference_aggregates()
     )
@@ -85,7 +90,7 @@ def test_semantics_example_epoch_millis(spark):
     df = spark.createDataFrame([(10,), (14,), (15,)], "t bigint")
     for size in (10, "10 milliseconds", datetime.timedelta(milliseconds=10)):
         rows = (
-            df.groupBy(window("t", SlidingWindows.of(size)))
+            df.groupBy(window("t", SlidingWindows.of(size), time_unit="milliseconds"))
             .agg(F.count(F.lit(1)).alias("n"))
             .select("window.start", "window.end", "n")
             .orderBy("start")
@@ -149,14 +154,17 @@ def test_integral_time_units(spark, unit, size, size_ticks):
     check_against_oracle(spark, rows, df, ["k"], size_ticks, got)
 
 
-def test_default_unit_is_milliseconds(spark):
+def test_integral_time_needs_its_unit_for_durations_not_for_ticks(spark):
     df = spark.createDataFrame([(0,), (1000,)], "t bigint")
-    ends = [
-        r.end
-        for r in df.groupBy(window("t", SlidingWindows.of("1 second"))).count().select("window.end").collect()
-    ]
+    with pytest.raises(AnalysisException, match="give the column's unit as the option timeUnit"):
+        df.groupBy(window("t", SlidingWindows.of("1 second"))).count().collect()
+
+    def ends(column):
+        return sorted(r.end for r in df.groupBy(column).count().select("window.end").collect())
+
     # [-1000, 0] and [0, 1000] (left windows), [1, 1001] (right window of 0)
-    assert sorted(ends) == [0, 1000, 1001]
+    assert ends(window("t", SlidingWindows.of("1 second"), time_unit="milliseconds")) == [0, 1000, 1001]
+    assert ends(window("t", SlidingWindows.of(1000))) == [0, 1000, 1001]
 
 
 def test_time_column_given_as_a_column_expression(spark):

@@ -113,7 +113,7 @@ def test_integer_size_on_a_timestamp_column(spark, events):
 
 def test_duration_that_is_not_a_whole_number_of_ticks(spark, events):
     with pytest.raises(AnalysisException) as info:
-        events.groupBy("user", window("t_ms", SlidingWindows.of("1500 us"))).count()
+        events.groupBy("user", window("t_ms", SlidingWindows.of("1500 us"), time_unit="milliseconds")).count()
     assert "whole number" in message(info)
     with pytest.raises(AnalysisException) as info:
         spark.sql("SELECT count(1) FROM err_events GROUP BY user, sliding_window(t_ms, '1500 us', 'milliseconds')")

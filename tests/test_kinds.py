@@ -242,7 +242,7 @@ def test_time_windows_equal_the_naive_oracle(spark, timed_rows):
     [
         (TimeWindows.of(10_000), None, 10_000, 10_000, 0),
         (TimeWindows.of(10_000).advanceBy(4_000).withOffset(1_000), None, 10_000, 4_000, 1_000),
-        (TimeWindows.of("10 seconds").advanceBy("4 seconds"), None, 10_000, 4_000, 0),
+        (TimeWindows.of("10 seconds").advanceBy("4 seconds"), "milliseconds", 10_000, 4_000, 0),
         (TimeWindows.of("1 minute").advanceBy("20 seconds").withOffset("5 seconds"), "seconds", 60, 20, 5),
         (TimeWindows.of(7).advanceBy(3).withOffset(2), "seconds", 7, 3, 2),
     ],
@@ -259,7 +259,7 @@ def test_time_windows_on_integral_epochs(spark, definition, unit, size, advance,
     "definition, unit, step, max_size, offset",
     [
         (CumulativeWindows.of(1_000, 5_000), None, 1_000, 5_000, 0),
-        (CumulativeWindows.of("1 second", "5 seconds").withOffset("2500 ms"), None, 1_000, 5_000, 2_500),
+        (CumulativeWindows.of("1 second", "5 seconds").withOffset("2500 ms"), "milliseconds", 1_000, 5_000, 2_500),
         (CumulativeWindows.of(15, 60).withOffset(10), "seconds", 15, 60, 10),
     ],
     ids=["ms-ticks", "ms-durations-offset", "s-ticks-offset"],
@@ -476,7 +476,7 @@ SQL_CASES = [
     ("t_s", CumulativeWindows.of(600, 3600), "cumulative 600 up to 3600", "seconds"),
     ("ts", CustomWindows.of(FISCAL, firstMonth=2), f"custom {FISCAL}(firstMonth=2)", None),
     ("ts_ntz", CustomWindows.of(BUSINESS_DAYS), f"custom {BUSINESS_DAYS}", None),
-    ("t_ms", CustomWindows.of(BUSINESS_DAYS), f"custom {BUSINESS_DAYS}", None),
+    ("t_ms", CustomWindows.of(BUSINESS_DAYS), f"custom {BUSINESS_DAYS}", "milliseconds"),
 ]
 
 
@@ -787,7 +787,7 @@ def small(spark):
         (TimeWindows.of("1 hour").advanceBy("10 minutes").withOffset("10 minutes"), "ts", "must be less than the advance"),
         (TimeWindows.of(10).advanceBy(20), "t", "larger than the window size"),
         (TimeWindows.of(10), "ts", "is a number of ticks, but the time column is a timestamp"),
-        (TimeWindows.of("1500 us"), "t", "not a whole number of milliseconds"),
+        (TimeWindows.of("1500 us"), "t", "give the column's unit as the option timeUnit"),
         (CumulativeWindows.of("7 minutes", "1 hour"), "ts", "max size 1 hour is not a whole multiple of the step 7 minutes"),
         (CumulativeWindows.of("1 minute", "1 hour").withOffset("1 hour"), "ts", "must be less than the max size"),
         (CumulativeWindows.of(3, 10), "t", "not a whole multiple"),

@@ -439,7 +439,7 @@ def test_rate_source_without_watermark(spark):
 def test_streaming_needs_a_timestamp_time_column(stream):
     millis = stream.withColumn("t_ms", F.unix_millis("ts"))
     with pytest.raises(AnalysisException) as info:
-        millis.groupBy("k", window("t_ms", SlidingWindows.of(10_000).grace("1 second"))).count()
+        millis.groupBy("k", window("t_ms", SlidingWindows.of(10_000).grace("1 second"), time_unit="milliseconds")).count()
     assert "TIMESTAMP" in str(info.value)
     ntz = stream.withColumn("ts", F.col("ts").cast("timestamp_ntz"))
     with pytest.raises(AnalysisException) as info:

@@ -64,12 +64,13 @@ def window(
         half-open, ``[start, end)``; Storm's duration windows are ``(end - length, end]``;
         calendar-based custom kinds read a TIMESTAMP in the session time zone and a TIMESTAMP_NTZ or
         integral epoch in UTC.
-    :param time_unit: for an integral time column, the unit of its values: ``"milliseconds"``
-        (the default), ``"microseconds"`` or ``"seconds"``.
+    :param time_unit: for an integral time column, the unit of its values: ``"milliseconds"``,
+        ``"microseconds"`` or ``"seconds"``. A definition with durations or dates needs it (it is
+        never assumed: a guess could be off by 1000); sizes in bare ticks do not.
     :param emit: streaming only: ``"final"`` (the default) emits each window once, when it is
         final (use ``outputMode("append")``); ``"updates"`` emits, every micro-batch, the current
-        value of each window the micro-batch changed (use ``outputMode("update")``); the last
-        value emitted for a window is its final value.
+        value of each window the micro-batch changed (needs ``outputMode("update")``: the query
+        refuses to start in another mode); the last value emitted for a window is its final value.
     :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
         rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
         ``late_reason`` is ``"late"``, ``"null time"``, ``"invalid gap"`` (sessions with a per-row

@@ -28,7 +28,7 @@ object functions {
   def window(timeColumn: Column, definition: WindowDefinition): Column =
     windowColumn(timeColumn, definition, WindowOptions())
 
-  /** As `window(timeColumn, definition)`, for an integral time column in `timeUnit` ('milliseconds' by default, 'microseconds', 'seconds'). */
+  /** As `window(timeColumn, definition)`, for an integral time column in `timeUnit` ('milliseconds', 'microseconds' or 'seconds'), which durations and dates need. */
   def window(timeColumn: Column, definition: WindowDefinition, timeUnit: String): Column =
     windowColumn(timeColumn, definition, WindowOptions(timeUnit = Option(timeUnit)))
 

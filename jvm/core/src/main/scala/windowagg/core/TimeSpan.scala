@@ -20,6 +20,7 @@ sealed trait TimeSpan {
     case TimeSpan.OfTicks(n) if timeline.isTimestamp =>
       throw WindowError(
         s"$what $n is a number of ticks, but the time column is a timestamp: give it as a duration such as '10 minutes'")
+    case TimeSpan.OfTicks(n) => n
     case _ => toTicks(timeline.unit, what)
   }
 

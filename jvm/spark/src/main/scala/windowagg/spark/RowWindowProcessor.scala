@@ -40,6 +40,8 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
   @transient private var tieOrdering: InterpretedOrdering = _
   @transient private var tieFields: Int = _
 
+  override protected def stateLayout: StateLayout = RowWindowProcessor.Layout
+
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     settled = handle.getMapState[Long, Array[Byte]]("settled", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     waiting = handle.getListState[Array[Byte]]("waiting", Encoders.BINARY, TTLConfig.NONE)
@@ -129,6 +131,9 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
 }
 
 object RowWindowProcessor {
+  /** Per key: settled partials by position, waiting rows, positions and counters, the timer. */
+  val Layout: StateLayout = StateLayout("rows", 1)
+
   /** A waiting row as stored: time, tie-order row (its length first), partial aggregate. */
   def waitingEntry(time: Long, order: UnsafeRow, partial: Array[Byte]): Array[Byte] = {
     val orderSize = order.getSizeInBytes

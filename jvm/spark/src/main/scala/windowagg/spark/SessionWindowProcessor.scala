@@ -33,6 +33,8 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
   @transient private var merging: SessionMerging[InternalRow] = _
   @transient private var reachOf: WindowAggregateExec.RowReach = _
 
+  override protected def stateLayout: StateLayout = SessionWindowProcessor.Layout
+
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     sessions = handle.getMapState[Long, Array[Byte]]("sessions", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     closedReach = handle.getValueState[Long]("closedReach", Encoders.scalaLong, TTLConfig.NONE)
@@ -153,4 +155,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       sessions.updateValue(s.first, ByteBuffer.allocate(16 + partial.length).putLong(s.last).putLong(s.reach).put(partial).array())
     }
   }
+}
+
+object SessionWindowProcessor {
+  /** Per key: open sessions by start, the reach of closed ones, the timer (as in 0.1.0). */
+  val Layout: StateLayout = StateLayout("sessions", 1)
 }

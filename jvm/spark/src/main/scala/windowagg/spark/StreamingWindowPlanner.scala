@@ -90,7 +90,8 @@ object StreamingWindowPlanner {
       gapType = node.gap.map(_.dataType),
       tieOrder = tieOrder(node, valueAttributes, rebind),
       processingTime = options.processingTime,
-      views = node.views)
+      views = node.views,
+      description = description(node, definition, options))
 
     // the processors get each row's values packed in binary form, beside the keys they group by
     val packed = Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),
@@ -128,6 +129,22 @@ object StreamingWindowPlanner {
       case _ => Nil
     }
     Project(named ++ late ++ retraction, plan)
+  }
+
+  /** What the query computes into its state, in words: recorded with the checkpoint and compared on restart. */
+  private def description(node: WindowAggregate, definition: WindowDefinition, options: WindowOptions): Seq[(String, String)] = {
+    import StreamingStartCheck._
+    val aggregates = node.functions.lazyZip(node.filters).lazyZip(node.views).map { (f, filter, view) =>
+      val over = if (view == WindowView.All) f.sql else s"${view.name}(${f.sql})"
+      if (filter == Literal.TrueLiteral) over else s"$over FILTER (WHERE ${filter.sql})"
+    }
+    val time = if (options.processingTime) "processing time" else s"event time (${node.timeColumn.dataType.sql})"
+    Seq(
+      Window -> definition.spec,
+      Keys -> (if (node.keys.isEmpty) "none" else node.keys.map(k => s"${k.name} ${k.dataType.sql}").mkString(", ")),
+      Time -> time,
+      Aggregates -> aggregates.mkString(", "),
+      Emit -> options.emit)
   }
 
   /** Kinds cut at rows order rows sharing a time as batch does: tie-break column, then the aggregates' inputs in binary form. */

@@ -31,7 +31,8 @@ final case class StreamingWindowSpec(
     gapType: Option[DataType] = None,
     tieOrder: Seq[Expression] = Nil,
     processingTime: Boolean = false,
-    views: Seq[WindowView.View] = Nil) {
+    views: Seq[WindowView.View] = Nil,
+    description: Seq[(String, String)] = Nil) {
 
   /** Whether some aggregate is over Storm's new or expired rows. */
   def withViews: Boolean = views.exists(_ != WindowView.All)
@@ -96,6 +97,14 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   @transient protected var readTime: InternalRow => Long = _
 
   protected def initState(handle: StatefulProcessorHandle): Unit
+
+  /** This processor's state layout: bump its version whenever the layout changes. */
+  protected def stateLayout: StateLayout
+
+  /** What the checkpoint records about this aggregation's state, checked on restart ([[StreamingStartCheck]]). */
+  def stateRecord: StateRecord = StateRecord(stateLayout.name, stateLayout.version, spec.description)
+
+  def emitsUpdates: Boolean = spec.emitUpdates
 
   override final def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
@@ -215,6 +224,8 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
   @transient private var timer: ValueState[Long] = _
   @transient private var finality: WindowFinality = _
 
+  override protected def stateLayout: StateLayout = WindowProcessor.Layout
+
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     partials = handle.getMapState[Long, Array[Byte]]("partials", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
     finalBefore = handle.getValueState[Long]("finalBefore", Encoders.scalaLong, TTLConfig.NONE)
@@ -308,4 +319,9 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
       .map { case (t, bytes) => Reaching(t, t, aggregates.fromBytes(bytes)) }
 
   private def scheduleTimer(nextEnd: Option[Long]): Unit = scheduleTimer(timer, nextEnd)
+}
+
+object WindowProcessor {
+  /** Per key: partials by partial time, `finalBefore`, the timer (as in 0.1.0's sliding windows). */
+  val Layout: StateLayout = StateLayout("partials by time", 1)
 }

@@ -11,10 +11,10 @@ import windowagg.Timeline
 
 /**
  * How a time column's values map to the core's ticks: TIMESTAMP and TIMESTAMP_NTZ are
- * microseconds; an integral column is an epoch in a declared unit (milliseconds by default, so
- * Kafka-style data keeps its exact values). Windows of integral time come out as BIGINT.
+ * microseconds; an integral column is an epoch in the unit the query declares, which durations and
+ * dates need (it is never assumed: a wrong guess would be off by 1000 without a sign). Windows of integral time come out as BIGINT.
  */
-final case class TimeColumn(dataType: DataType, unit: TimeUnit) {
+final case class TimeColumn(dataType: DataType, unit: Option[TimeUnit]) {
   /** The type of window_start and window_end. */
   def windowType: DataType = dataType match {
     case TimestampType | TimestampNTZType => dataType
@@ -65,8 +65,8 @@ object TimeColumn {
       case Some(u) =>
         val parsed = units.getOrElse(u.trim.toLowerCase(Locale.ROOT), throw WindowAggException(
           s"unknown time unit '$u' for $description; use 'milliseconds', 'microseconds' or 'seconds'"))
-        TimeColumn(dataType, parsed)
-      case None => TimeColumn(dataType, if (integral) TimeUnit.MILLISECONDS else TimeUnit.MICROSECONDS)
+        TimeColumn(dataType, Some(parsed))
+      case None => TimeColumn(dataType, if (integral) None else Some(TimeUnit.MICROSECONDS))
     }
   }
 }

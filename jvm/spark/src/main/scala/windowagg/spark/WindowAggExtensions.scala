@@ -6,11 +6,13 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
 
 /**
  * The session extension: `spark.sql.extensions=windowagg.spark.WindowAggExtensions`.
- * Registers the SQL functions, the analyzer rules and the planner strategy.
+ * Registers the SQL functions, the analyzer rules (one of them checks streaming queries as they
+ * start) and the planner strategy.
  */
 class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectResolutionRule(_ => PlaceWindowColumn)
+    extensions.injectHintResolutionRule(session => StreamingStartCheck(session))
     extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
     extensions.injectPlannerStrategy(_ => WindowAggStrategy)
     (SqlFunctions.grouping ++ SqlFunctions.views).foreach { f =>

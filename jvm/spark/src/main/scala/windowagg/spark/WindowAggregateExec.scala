@@ -179,7 +179,7 @@ object WindowAggregateExec {
             val i = row.getInterval(ordinal) // months have no fixed length: such a length counts as invalid
             if (i.months != 0) -1L else i.days * 86400000000L + i.microseconds
           }
-          case other => TimeColumn(other, java.util.concurrent.TimeUnit.MILLISECONDS).reader(ordinal)
+          case other => TimeColumn(other, None).reader(ordinal)
         }
         (row, t) =>
           if (row.isNullAt(ordinal)) NoReach

@@ -4,7 +4,8 @@ import java.util.Locale
 
 /**
  * How a windowed aggregation reads its time column and, in streaming, what it emits:
- *  - `timeUnit`: the unit of an integral time column ('milliseconds' when absent);
+ *  - `timeUnit`: the unit of an integral time column ('milliseconds', 'microseconds', 'seconds'), needed
+ *    when the definition has durations or dates;
  *  - `emit`: "final" (each window once, when final; append output mode) or "updates" (every
  *    window a micro-batch changed, with its current value; update output mode);
  *  - `lateRows`: "count" (late and null-time rows are counted in the query's observed metrics

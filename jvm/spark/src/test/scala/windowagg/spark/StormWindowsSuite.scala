@@ -180,7 +180,7 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     val kind = definition.resolve(windowagg.Timeline.timestamp(java.time.ZoneOffset.UTC)).asInstanceOf[windowagg.StormWindows.CutAtRows]
     df.collect().map(r => (r.getString(0), micros(r.getTimestamp(1)), r.getLong(3))).groupBy(_._1).toSeq.flatMap { case (k, rows) =>
       val ordered = rows.sortBy(r => (r._2, r._3))
-      val windows = windowagg.core.BruteForceKinds.rowWindows(kind, ordered.map(r => (r._2, r._3))).map(_._2.map(i => ordered(i)._3))
+      val windows = windowagg.core.BruteForceKinds.rowWindows(kind, ordered.toIndexedSeq.map(r => (r._2, r._3))).map(_._2.map(i => ordered(i)._3))
       windows.indices.map { i =>
         val previous = if (i == 0) Vector.empty[Long] else windows(i - 1)
         (k, windows(i).sorted, windows(i).filterNot(previous.contains).sorted, previous.filterNot(windows(i).contains).sorted)

@@ -5,7 +5,7 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
-import windowagg.SlidingWindows
+import windowagg.{CalendarWindows, DurationWindows, SessionWindows, SlidingWindows, TimeWindows}
 import windowagg.core.WindowError
 import windowagg.functions.{metrics, window}
 
@@ -72,7 +72,7 @@ class SurfacesAndErrorsSuite extends AnyFunSuite with SparkSessionFixture {
   }
 
   test("expressions as keys and time, and windows inside result expressions") {
-    val out = events.groupBy(upper(col("user")).as("u"), window(col("t") * 1000, SlidingWindows.of("10 seconds")))
+    val out = events.groupBy(upper(col("user")).as("u"), window(col("t") * 1000, SlidingWindows.of("10 seconds"), "milliseconds"))
       .agg((sum("amount") * 10).as("x"), (col("window.end") - col("window.start")).as("len"))
     assert(out.columns.toSeq == Seq("u", "window", "x", "len"))
     val rows = out.collect()
@@ -120,8 +120,24 @@ class SurfacesAndErrorsSuite extends AnyFunSuite with SparkSessionFixture {
       .contains("only to integral time columns"))
     assert(analysisError(df.groupBy(col("k"), window(col("v"), SlidingWindows.of("1 minute"), "fortnights")).count())
       .contains("unknown time unit"))
-    assert(analysisError(df.groupBy(col("k"), window(col("v"), SlidingWindows.of("1500 microseconds"))).count())
+    assert(analysisError(df.groupBy(col("k"), window(col("v"), SlidingWindows.of("1500 microseconds"), "milliseconds")).count())
       .contains("not a whole number of milliseconds"))
+  }
+
+  test("an integral time column's unit is never assumed: durations and dates need it, bare ticks do not") {
+    import spark.implicits._
+    val df = Seq(("a", 1000L), ("a", 1500L)).toDF("k", "t")
+    for (definition <- Seq(SlidingWindows.of("1 second"), SessionWindows.withInactivityGap("1 second"),
+        TimeWindows.of("1 minute"), CalendarWindows.days(1), DurationWindows.of("1 second"))) {
+      val message = analysisError(df.groupBy(col("k"), window(col("t"), definition)).count())
+      assert(message.contains("give the column's unit as the option timeUnit"), s"$definition: $message")
+      assert(message.contains("time column 't'"), s"$definition: $message")
+    }
+    // sizes in ticks mean the same in any unit
+    val ticks = df.groupBy(col("k"), window(col("t"), SlidingWindows.of(600L))).count()
+    assert(ticks.select(col("window.end")).as[Long].collect().sorted.toSeq == Seq(1000L, 1500L, 1601L))
+    val seconds = df.groupBy(col("k"), window(col("t"), SlidingWindows.of("1 second"), "milliseconds")).count()
+    assert(seconds.count() == 3)
   }
 
   test("aggregates that cannot be merged are rejected with a clear error") {
