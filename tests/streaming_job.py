@@ -1,53 +1,49 @@
 """A streaming windowagg job, run as a child process by test_streaming_exactly_once.py.
 
-    python tests/streaming_job.py INPUT OUTPUT CHECKPOINT LOCAL_DIR
+    python tests/streaming_job.py INPUT OUTPUT CHECKPOINTS LOCAL_DIR
 
-Reads the JSON files of INPUT one per micro-batch (availableNow), computes sliding windows of 30 s
-with a grace of 20 s (no withWatermark) and late rows emitted, and appends them to a Parquet file
-sink at OUTPUT with its checkpoint at CHECKPOINT; beside it, a second query computes sessions (gap
-8 s, grace 2 hours: no row is late for them) into OUTPUT-sessions with CHECKPOINT-sessions, and a
-third Storm's count windows (the last 5 rows every 2 rows, ties broken by id, lag 2 hours) into
-OUTPUT-counts with CHECKPOINT-counts. The test kills it (SIGKILL) and starts it again from the same
-checkpoints; it prints FINISHED when all queries end normally.
+Reads the JSON files of INPUT one per micro-batch (availableNow) with a watermark of 20 s and runs
+one query per window kind (state_fixtures.KINDS: every kind the streaming engine has), late rows
+emitted. Half of the kinds write to Parquet file sinks (OUTPUT/<kind>), the others, and every kind
+that emits updates, through foreachBatch, which overwrites one folder per micro-batch
+(OUTPUT/<kind>/batch_id=<id>): idempotent when a micro-batch runs again after a restart. Each query
+checkpoints in CHECKPOINTS/<kind>. The test kills the job (SIGKILL) and starts it again from the same
+checkpoints; it prints FINISHED when every query has ended normally.
 """
 
+import os
 import sys
 
+import state_fixtures
 import streaming_support as ss
 
-SIZE = "30 seconds"
-GRACE = "20 seconds"
-SESSION_GAP = "8 seconds"
+WATERMARK = "20 seconds"
+KINDS = list(state_fixtures.KINDS)
+FILE_SINK_KINDS = KINDS[0::2]
 
 
-def windows(stream):
-    """The job's query over a streaming (or, for the expected result, batch) input."""
-    from windowagg import SlidingWindows, window
-
-    return stream.groupBy("k", window("ts", SlidingWindows.of(SIZE).grace(GRACE), late_rows="emit")).agg(
-        *ss.aggregates()
-    )
+def emits_updates(kind):
+    return state_fixtures.KINDS[kind][1] == "updates"
 
 
-def sessions(stream):
-    """The job's second query: KIP-94 sessions over the same input."""
-    from windowagg import SessionWindows, window
-
-    return stream.groupBy("k", window("ts", SessionWindows.withInactivityGap(SESSION_GAP).grace("2 hours"))).agg(
-        *ss.aggregates()
-    )
+def uses_file_sink(kind):
+    return kind in FILE_SINK_KINDS and not emits_updates(kind)
 
 
-def counts(stream):
-    """The job's third query: Storm's count windows, whose state holds settled and waiting rows."""
-    from windowagg import CountWindows, window
+def query(stream, kind, streaming=True):
+    """The job's query for `kind` over a streaming (or, for the expected result, batch) input."""
+    import windowagg
 
-    definition = CountWindows.of(5).slide(2).tieBreak("id").lag("2 hours")
-    return stream.groupBy("k", window("ts", definition)).agg(*ss.aggregates())
+    definition, emit = state_fixtures.KINDS[kind]
+    if streaming:
+        grouping = windowagg.window("ts", definition(windowagg), emit=emit, late_rows="emit")
+    else:
+        grouping = windowagg.window("ts", definition(windowagg))
+    return stream.groupBy("k", grouping).agg(*ss.aggregates())
 
 
 def main(argv):
-    input_dir, output_dir, checkpoint_dir, local_dir = argv
+    input_dir, output_dir, checkpoints, local_dir = argv
     import windowagg
 
     spark = windowagg.session(
@@ -64,22 +60,24 @@ def main(argv):
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
-    stream = spark.readStream.schema(ss.SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir)
-    queries = [
-        query.writeStream.format("parquet")
-        .option("path", out)
-        .option("checkpointLocation", checkpoint)
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-        for query, out, checkpoint in [
-            (windows(stream), output_dir, checkpoint_dir),
-            (sessions(stream), output_dir + "-sessions", checkpoint_dir + "-sessions"),
-            (counts(stream), output_dir + "-counts", checkpoint_dir + "-counts"),
-        ]
-    ]
-    for query in queries:
-        query.awaitTermination()
+    stream = (
+        spark.readStream.schema(ss.SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir).withWatermark("ts", WATERMARK)
+    )
+    queries = []
+    for kind in KINDS:
+        out = os.path.join(output_dir, kind)
+        writer = query(stream, kind).writeStream.option("checkpointLocation", os.path.join(checkpoints, kind))
+        if uses_file_sink(kind):
+            writer = writer.format("parquet").option("path", out).outputMode("append")
+        else:
+
+            def write_batch(batch, batch_id, out=out):
+                batch.write.mode("overwrite").parquet(os.path.join(out, f"batch_id={batch_id}"))
+
+            writer = writer.foreachBatch(write_batch).outputMode("update" if emits_updates(kind) else "append")
+        queries.append(writer.trigger(availableNow=True).start())
+    for q in queries:
+        q.awaitTermination()
     print(f"FINISHED after {len(queries[0].recentProgress)} micro-batches", flush=True)
     spark.stop()
     return 0
