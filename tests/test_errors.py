@@ -133,3 +133,29 @@ def test_unknown_time_unit(spark, events):
     with pytest.raises((ValueError, AnalysisException)) as info:
         events.groupBy("user", window("t_ms", SlidingWindows.of(10), time_unit="fortnights")).count()
     assert "unit" in message(info).lower()
+
+
+@pytest.mark.parametrize(
+    "build, condition, sql_state",
+    [
+        (lambda s, e: e.groupBy("user", window("page", SlidingWindows.of("1 minute"))).count(),
+         "WINDOWAGG_INVALID_TIME_COLUMN", "42K09"),
+        (lambda s, e: e.groupBy("user", window("ts", SlidingWindows.of("1 minute"), emit="sometimes")).count(),
+         "WINDOWAGG_INVALID_OPTION", "42K06"),
+        (lambda s, e: e.groupBy("user", window("ts", SlidingWindows.of("1 minute"))).agg(F.countDistinct("page")),
+         "WINDOWAGG_UNSUPPORTED_AGGREGATE", "0A000"),
+        (lambda s, e: s.sql("SELECT user, count(1) FROM err_events GROUP BY user, windows(ts, 'sliding banana')"),
+         "WINDOWAGG_INVALID_WINDOW", "22023"),
+        (lambda s, e: s.sql("SELECT page, count(1) FROM err_events GROUP BY user, windows(ts, 'sliding 1 minute')"),
+         "WINDOWAGG_INVALID_QUERY", "42000"),
+    ],
+    ids=["time column", "option", "aggregate", "spec in SQL", "query in SQL"],
+)
+def test_errors_carry_windowaggs_condition_and_sqlstate(spark, events, build, condition, sql_state):
+    with pytest.raises(AnalysisException) as info:
+        build(spark, events)
+    error = info.value
+    assert error.getCondition() == condition
+    assert error.getSqlState() == sql_state
+    text = error.getMessageParameters()["message"]
+    assert text and text in error.getMessage() and text in str(error)

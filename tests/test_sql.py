@@ -105,6 +105,16 @@ def test_group_by_several_keys_in_sql(spark, events):
 
 
 @pytest.mark.parametrize(
+    "grouping",
+    ["sliding_window(ts, INTERVAL '10' MINUTE)", "windows(ts, 'session gap 10 minutes')", "windows(ts, 'count 3 rows')"],
+)
+def test_grouping_functions_given_as_expressions_give_a_column_named_window(spark, events, grouping):
+    result = spark.table("events").groupBy("user", F.expr(grouping)).count()
+    assert result.columns == ["user", "window", "count"]
+    assert result.select("window.start", "window.end").count() > 0
+
+
+@pytest.mark.parametrize(
     "partitioning, keys",
     [
         ("PARTITION BY user", ["user"]),

@@ -14,7 +14,8 @@ read through its ``_spark_metadata``, or foreachBatch overwriting a folder per m
 hold every window and every late row exactly once: the windows exactly the batch result over the
 rows that were on time, each late row once, with all its columns.
 
-CI runs four kill points. WINDOWAGG_SOAK_KILLS=20 runs 20 random ones (a soak of a few minutes);
+CI runs four kill points. WINDOWAGG_SOAK_KILLS=20 runs 20 random ones, each a little ahead of a
+random query's progress, so that every run moves on (a soak of about ten minutes);
 WINDOWAGG_SOAK_REPORT=path.json writes the figures (kill points, rows compared, lost, duplicated).
 """
 
@@ -136,20 +137,17 @@ class KillPoint:
         return (self.checkpoint / self.phase / str(self.batch)).exists()
 
 
-def kill_points(root):
-    """Four fixed points in CI; WINDOWAGG_SOAK_KILLS random ones, in order of progress."""
-    count = int(os.environ.get("WINDOWAGG_SOAK_KILLS", "0"))
-    if count == 0:
-        return [
-            KillPoint("sliding", "output", None, root),
-            KillPoint("hopping", "offsets", 4, root),
-            KillPoint("session", "state", 6, root),
-            KillPoint("count", "commits", 9, root),
-        ]
-    rnd = random.Random(count)
-    candidates = [(batch, phase) for batch in range(1, FILES) for phase in PHASES]
-    chosen = sorted(rnd.sample(candidates, min(count, len(candidates))), key=lambda c: (c[0], PHASES.index(c[1])))
-    return [KillPoint(rnd.choice(streaming_job.KINDS), phase, batch, root) for batch, phase in chosen]
+FIXED_POINTS = [("sliding", "output", None), ("hopping", "offsets", 4), ("session", "state", 6), ("count", "commits", 9)]
+
+
+def next_random_point(root, rnd):
+    """A point a little ahead of a random query's progress (one of its next three not yet reached)."""
+    for kind in rnd.sample(streaming_job.KINDS, len(streaming_job.KINDS)):
+        ahead = [KillPoint(kind, phase, batch, root) for batch in range(1, FILES) for phase in PHASES]
+        ahead = [p for p in ahead if not p.reached()][:3]
+        if ahead:
+            return rnd.choice(ahead)
+    return None
 
 
 def batch_ids(folder):
@@ -172,17 +170,22 @@ def emitted(spark, out, kind):
 def test_exactly_once_across_driver_kills(spark, tmp_path):
     chunks, late_ids, null_time_ids = job_input(random.Random(4242))
     files = ss.write_files(str(tmp_path / "in"), chunks)
-    survived = []
+    kills = int(os.environ.get("WINDOWAGG_SOAK_KILLS", "0"))
+    fixed = [KillPoint(kind, phase, batch, tmp_path) for kind, phase, batch in FIXED_POINTS]
+    rnd = random.Random(kills)
+    survived, phases = [], {}
     job = None
     try:
-        for run, point in enumerate(kill_points(tmp_path)):
-            if point.reached():  # a restart's replay went past it
+        for run in range(kills or len(fixed)):
+            point = next_random_point(tmp_path, rnd) if kills else fixed[run]
+            if point is None or point.reached():  # the queries are done, or a replay went past it
                 continue
             job = Job(tmp_path, run)
             started = time.monotonic()
             job.wait_for(str(point), point.reached)
             job.kill()
             assert job.proc.returncode == -signal.SIGKILL, job.output()
+            phases[point.phase] = phases.get(point.phase, 0) + 1
             survived.append(
                 f"run {run} killed at {point} after {time.monotonic() - started:.1f} s: "
                 f"offsets {batch_ids(point.checkpoint / 'offsets')}, commits {batch_ids(point.checkpoint / 'commits')}"
@@ -197,7 +200,7 @@ def test_exactly_once_across_driver_kills(spark, tmp_path):
     assert len(survived) >= 4
 
     rows = spark.read.schema(ss.SCHEMA).json(files[:-1])
-    report = {"kill_points": len(survived), "kinds": {}}
+    report = {"kill_points": len(survived), "by_phase": phases, "kinds": {}}
     for kind in streaming_job.KINDS:
         got = emitted(spark, tmp_path / "out", kind)
         assert got.columns == ["k", "window", *ss.AGGREGATE_NAMES, "late_reason", "late_row"], kind

@@ -44,6 +44,7 @@ every kind, where ``spec`` is a definition's :attr:`WindowDefinition.spec` (e.g.
 ``session_window_agg``.
 """
 
+from windowagg._jvm import install_error_messages
 from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
 from windowagg.functions import expired_rows, metrics, new_rows, window
 from windowagg.windows import (
@@ -80,3 +81,5 @@ __all__ = [
     "session",
     "window",
 ]
+
+install_error_messages()

@@ -127,3 +127,30 @@ def java_message(error: BaseException) -> str:
 def raise_value_error(error: BaseException) -> NoReturn:
     """Re-raise a JVM IllegalArgumentException as a Python ValueError with the same message."""
     raise ValueError(java_message(error)) from None
+
+
+ERROR_CONDITION_PREFIX = "WINDOWAGG_"
+
+
+def install_error_messages() -> None:
+    """Lets PySpark's ``getMessage()`` render windowagg's own error conditions.
+
+    PySpark builds that message from Spark's registry of conditions, which a library cannot join,
+    so for a windowagg condition the JVM exception's own message is returned instead. Idempotent.
+    """
+    try:
+        from pyspark.errors.exceptions.captured import CapturedException
+    except ImportError:  # pragma: no cover - PySpark without the classic exception layer
+        return
+    original = CapturedException.getMessage
+    if getattr(original, "_windowagg", False):
+        return
+
+    def get_message(self: Any) -> str:
+        condition = self.getCondition()
+        if condition is not None and condition.startswith(ERROR_CONDITION_PREFIX):
+            return java_message(self)
+        return original(self)
+
+    get_message._windowagg = True  # type: ignore[attr-defined]
+    CapturedException.getMessage = get_message  # type: ignore[method-assign]

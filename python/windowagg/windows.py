@@ -163,11 +163,7 @@ class SessionWindows(WindowDefinition):
         :raises ValueError: when the gap is not positive or cannot be parsed.
         :raises TypeError: for a gap of another type.
         """
-        if isinstance(gap, bool) or not isinstance(gap, (str, datetime.timedelta, int)):
-            raise TypeError(
-                "a session gap must be a str such as '5 minutes', a datetime.timedelta or an int "
-                f"number of ticks, not {type(gap).__name__}"
-            )
+        _check_length(gap, "a session gap", "'5 minutes'")
         return cls(gap=gap)
 
     @classmethod
@@ -554,6 +550,8 @@ class UnlimitedWindows(WindowDefinition):
             raise TypeError(
                 f"the start of unlimited windows must be an ISO-8601 str, an aware datetime or int ticks, not {type(start).__name__}"
             )
+        if isinstance(start, int) and not _LONG_MIN <= start <= _LONG_MAX:
+            raise ValueError(f"the start of unlimited windows {start} does not fit in a 64-bit number of ticks")
         return type(self)(start, self.grace_period)
 
     def grace(self, grace: GraceLike) -> "UnlimitedWindows":

@@ -118,7 +118,7 @@ object CalendarWindows extends WindowSpec.Reader {
   override def read(keyword: String, spec: WindowSpec.Clauses): WindowDefinition = {
     spec.only(Seq("every", "from", "in", "grace"))
     val (n, unitName) = spec.lead.split("\\s+") match {
-      case Array(count, name) if count.matches("\\d+") => (count.toInt, name.toLowerCase(Locale.ROOT))
+      case Array(count, name) if count.matches("\\d+") => (wholeCount(count, spec.text), name.toLowerCase(Locale.ROOT))
       case _ => throw WindowError(s"'${spec.text}': write the size as a count and a unit: $usage")
     }
     val unit = units.find(u => u.singular == unitName || u.plural == unitName).getOrElse(
@@ -126,11 +126,14 @@ object CalendarWindows extends WindowSpec.Reader {
     var windows = of(unit, n, spec.clause("from").map(dayOf).getOrElse(DayOfWeek.MONDAY))
     spec.clause("every").foreach { k =>
       if (!k.matches("\\d+")) throw WindowError(s"'${spec.text}': the advance must be a whole number of ${unit.plural}")
-      windows = windows.advanceBy(k.toInt)
+      windows = windows.advanceBy(wholeCount(k, spec.text))
     }
     spec.clause("in").foreach(z => windows = windows.inZone(z.stripPrefix("'").stripSuffix("'")))
     spec.grace.fold(windows)(g => windows.grace(g.spec))
   }
+
+  private def wholeCount(digits: String, text: String): Int =
+    digits.toIntOption.getOrElse(throw WindowError(s"'$text': $digits units is too many"))
 
   private final case class Slice(from: Long, until: Long, closes: Long)
   private val NoSlice = Slice(0L, 0L, 0L)

@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{Ticks, TimeSpan, WindowError}
 
 /**
  * Cumulative windows (Flink's CUMULATE): time is cut into periods of `maxSize` (starting at
@@ -87,21 +87,22 @@ object CumulativeWindows extends WindowSpec.Reader {
     require(stepTicks > 0 && maxTicks > 0 && maxTicks % stepTicks == 0 && offsetTicks >= 0 && offsetTicks < maxTicks)
 
     override def maxSpan: Long = maxTicks - 1
-    override def sliceStart(time: Long): Long = time - Math.floorMod(time - offsetTicks, stepTicks)
+    override def sliceStart(time: Long): Long = Ticks.alignedDown(time, offsetTicks, stepTicks)
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val period = periodOf(time)
-      var end = sliceStart(time) + stepTicks
       val last = endOf(period)
-      while (end <= last) {
-        window(period, end)
+      var end = sliceStart(time) + stepTicks // at most last: a step ends within its period
+      window(period, end)
+      while (end <= last - stepTicks) { // not end + step <= last, which wraps at the end of the range
         end += stepTicks
+        window(period, end)
       }
     }
 
     override def closesAt(time: Long): Long = endOf(periodOf(time)) - 1
 
-    private def periodOf(time: Long): Long = time - Math.floorMod(time - offsetTicks, maxTicks)
+    private def periodOf(time: Long): Long = Ticks.alignedDown(time, offsetTicks, maxTicks)
 
     private def endOf(period: Long): Long =
       try Math.addExact(period, maxTicks)

@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{Ticks, TimeSpan, WindowError}
 
 /**
  * Kafka Streams' time windows: tumbling windows of a fixed size, or hopping ones that advance by a
@@ -104,18 +104,19 @@ object TimeWindows extends WindowSpec.Reader {
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       var start = alignedDown(time, advanceTicks)
-      var end = endOf(start)
-      while (end > time && start <= time) { // start <= time stops a wrap at the ends of the range
-        window(start, end)
-        start -= advanceTicks
-        end -= advanceTicks
+      // the windows holding time start at start, start − advance, …: counted first, so no bound wraps
+      var count = (sizeTicks - (time - start) - 1) / advanceTicks + 1
+      while (count > 0) {
+        window(start, endOf(start))
+        count -= 1
+        if (count > 0) start = Ticks.earlier(start, advanceTicks, time)
       }
     }
 
     override def closesAt(time: Long): Long = endOf(alignedDown(time, advanceTicks)) - 1
 
     /** The latest boundary offset + k × step at or before `time`. */
-    private def alignedDown(time: Long, step: Long): Long = time - Math.floorMod(time - offsetTicks, step)
+    private def alignedDown(time: Long, step: Long): Long = Ticks.alignedDown(time, offsetTicks, step)
 
     private def endOf(start: Long): Long =
       try Math.addExact(start, sizeTicks)

@@ -76,7 +76,8 @@ object UnlimitedWindows extends WindowSpec.Reader {
     spec.only(Seq("starting", "grace"))
     if (spec.lead.nonEmpty) throw WindowError(s"'${spec.text}': unlimited windows have no size: $usage")
     val windows = spec.clause("starting") match {
-      case Some(t) if t.matches("[+-]?\\d+") => of().startOn(t.toLong)
+      case Some(t) if t.matches("[+-]?\\d+") =>
+        of().startOn(t.toLongOption.getOrElse(throw WindowError(s"'${spec.text}': the start $t does not fit in a 64-bit number of ticks")))
       case Some(t) => of().startOn(t)
       case None => of()
     }

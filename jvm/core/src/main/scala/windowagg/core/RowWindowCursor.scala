@@ -42,7 +42,6 @@ final class RowWindowCursor[P](
   private var nextPosition = firstPosition
   private var lastTime = Long.MinValue
   private var covered = firstPosition
-  private val evaluateBefore = until.getOrElse(Long.MaxValue)
   private var repeats = 0 // further evaluations of the current window (several triggers at one time)
   private var finished = false
   private var waiting: Option[Long] = None
@@ -102,7 +101,7 @@ final class RowWindowCursor[P](
 
   /** Reads rows up to the next n-th row; evaluates the window there. */
   private def nextRowTrigger(n: Long): Boolean = {
-    while (input.hasNext && input.head.time < evaluateBefore) {
+    while (input.hasNext && evaluable(input.head.time)) {
       val position = push()
       if ((position + 1) % n == 0) {
         val end = lastTime
@@ -129,19 +128,25 @@ final class RowWindowCursor[P](
    */
   private def nextSlideEnd(slide: Long): Boolean = {
     var end = length match {
-      case LastTicks(_) if evaluatedAny => Ticks.saturatingAdd(currentEnd, slide)
+      case LastTicks(_) if evaluatedAny =>
+        try Math.addExact(currentEnd, slide)
+        catch {
+          case _: ArithmeticException =>
+            if (times.isEmpty && !input.hasNext) return false
+            throw WindowError(s"a window after time $currentEnd ends beyond the range of a 64-bit time")
+        }
       case _ =>
         if (!input.hasNext) return false
         ceiling(input.head.time, slide)
     }
     while (true) {
-      if (end >= evaluateBefore) {
+      if (!evaluable(end)) {
         waiting = Some(end)
         return false
       }
       while (input.hasNext && input.head.time <= end) push()
       length match {
-        case LastTicks(ticks) => expireUpTo(Ticks.saturatingAdd(end, -ticks))
+        case LastTicks(ticks) => expireUpTo(startOf(end, ticks))
         case LastRows(_) =>
       }
       if (times.nonEmpty) {
@@ -179,12 +184,20 @@ final class RowWindowCursor[P](
     headPosition += 1
   }
 
+  /** Whether a window ending at `time` may be evaluated now: in batch every one, the last time included. */
+  private def evaluable(time: Long): Boolean = until.forall(time < _)
+
+  /** `end − ticks`, the exclusive start of a window of a length of time; not clamped, which would drop its rows. */
+  private def startOf(end: Long, ticks: Long): Long =
+    try Math.subtractExact(end, ticks)
+    catch { case _: ArithmeticException => throw WindowError(s"a window ending at time $end starts before the range of a 64-bit time") }
+
   private def expireUpTo(time: Long): Unit = while (times.nonEmpty && times.head <= time) pop()
 
   private def evaluate(end: Long): Unit = {
     length match {
       case LastTicks(ticks) =>
-        val after = Ticks.saturatingAdd(end, -ticks)
+        val after = startOf(end, ticks)
         expireUpTo(after)
         currentStart = after
       case LastRows(_) =>

@@ -8,6 +8,18 @@ object Ticks {
   }
 
   /**
+   * The latest `offset + k × step` (k whole) at or before `time`. Computed without `time − offset`,
+   * which wraps near the ends of the range; a boundary before the range is an error, not a wrap.
+   */
+  def alignedDown(time: Long, offset: Long, step: Long): Long =
+    earlier(time, Math.floorMod(Math.floorMod(time, step) - Math.floorMod(offset, step), step), time)
+
+  /** `start − step`, the start of an earlier window holding `time`; an error when it is before the range. */
+  def earlier(start: Long, step: Long, time: Long): Long =
+    try Math.subtractExact(start, step)
+    catch { case _: ArithmeticException => throw WindowError(s"a window holding time $time starts before the range of a 64-bit time") }
+
+  /**
    * `input` checked to be in strictly increasing time order, which every sweep relies on; a
    * violation is a bug upstream (the operator sorts), reported with both times.
    */

@@ -46,7 +46,7 @@ object SqlFunctions {
         " (Storm's window view); in an aggregation grouped by windows(ts, 'count ...' or 'duration ...')",
       (args: Seq[Expression]) => args match {
         case Seq(aggregate) => WindowView(aggregate, view)
-        case _ => throw WindowAggException(s"${view.name} takes one aggregate, e.g. ${view.name}(count(1)); got ${args.length} arguments")
+        case _ => throw WindowAggException(WindowAggError.INVALID_QUERY, s"${view.name} takes one aggregate, e.g. ${view.name}(count(1)); got ${args.length} arguments")
       })
   }
 
@@ -67,7 +67,7 @@ object SqlFunctions {
   /** `windows(ts, 'spec' [, options])`. */
   private def windowsOfSpec(args: Seq[Expression]): Expression = {
     if (args.length < 2 || args.length > 3) {
-      throw WindowAggException(s"windows takes (time_column, spec [, options]), got ${args.length} argument(s)")
+      throw WindowAggException(WindowAggError.INVALID_QUERY, s"windows takes (time_column, spec [, options]), got ${args.length} argument(s)")
     }
     grouping(args.head, definitionOfSpec(args(1), "windows"), options(args.lift(2)))
   }
@@ -75,7 +75,7 @@ object SqlFunctions {
   /** `sliding_window(ts, size [, options])`; the last argument is a time unit ('seconds') or options ('emit=updates, lateRows=emit'). */
   private def slidingWindow(args: Seq[Expression]): Expression = {
     if (args.length < 2 || args.length > 3) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
         s"sliding_window takes (time_column, size [, time_unit or options]), got ${args.length} argument(s)")
     }
     grouping(args.head, slidingWindows(args(1), "sliding_window"), options(args.lift(2)))
@@ -92,18 +92,18 @@ object SqlFunctions {
   private def windowAgg(function: String, sizeName: String, args: Seq[Expression], definition: Expression => WindowDefinition): LogicalPlan = {
     val usage = s"$function(TABLE(t) PARTITION BY key ORDER BY (time), $sizeName, 'sum(x) AS total, ...' [, time_unit or options])"
     if (args.length < 3 || args.length > 4) {
-      throw WindowAggException(s"$function takes 3 or 4 arguments, got ${args.length}: $usage")
+      throw WindowAggException(WindowAggError.INVALID_QUERY, s"$function takes 3 or 4 arguments, got ${args.length}: $usage")
     }
     val table = args.head match {
       case t: FunctionTableSubqueryArgumentExpression => t
-      case other => throw WindowAggException(s"the first argument of $function must be a TABLE(...) argument, got ${other.sql}: $usage")
+      case other => throw WindowAggException(WindowAggError.INVALID_QUERY, s"the first argument of $function must be a TABLE(...) argument, got ${other.sql}: $usage")
     }
     val time = table.orderByExpressions match {
       case Seq(SortOrder(child, Ascending, _, _)) => child
       case Seq(SortOrder(_, Descending, _, _)) =>
-        throw WindowAggException(s"$function orders rows by time ascending; remove DESC from ORDER BY")
-      case Seq() => throw WindowAggException(s"$function needs the time column in ORDER BY: $usage")
-      case more => throw WindowAggException(s"$function needs exactly one time column in ORDER BY, got ${more.length}")
+        throw WindowAggException(WindowAggError.INVALID_QUERY, s"$function orders rows by time ascending; remove DESC from ORDER BY")
+      case Seq() => throw WindowAggException(WindowAggError.INVALID_QUERY, s"$function needs the time column in ORDER BY: $usage")
+      case more => throw WindowAggException(WindowAggError.INVALID_QUERY, s"$function needs exactly one time column in ORDER BY, got ${more.length}")
     }
     val window = grouping(time, definition(args(1)), options(args.lift(3)))
     val aggregates = parseAggregates(string(args(2), "aggregates"))
@@ -128,11 +128,11 @@ object SqlFunctions {
       catch {
         case NonFatal(e) =>
           val reason = Option(e.getMessage).flatMap(_.linesIterator.map(_.trim).find(_.nonEmpty)).getOrElse(e.toString)
-          throw WindowAggException(s"cannot parse the aggregate list '$text': $reason; $hint", e)
+          throw WindowAggException(WindowAggError.INVALID_QUERY, s"cannot parse the aggregate list '$text': $reason; $hint", e)
       }
     plan match {
       case Project(list, _: OneRowRelation) if list.nonEmpty => list
-      case _ => throw WindowAggException(s"the aggregate list '$text' must be a plain list of expressions; $hint")
+      case _ => throw WindowAggException(WindowAggError.INVALID_QUERY, s"the aggregate list '$text' must be a plain list of expressions; $hint")
     }
   }
 
@@ -150,23 +150,23 @@ object SqlFunctions {
 
   private def attempt[T](function: String)(build: => T): T =
     try build
-    catch { case e: WindowError => throw WindowAggException(s"$function: ${e.message}", e) }
+    catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_WINDOW, s"$function: ${e.message}", e) }
 
   /** A constant length of time: a duration (Left), or a number of ticks (Right). */
   private def span(e: Expression, function: String, what: String): Either[Duration, Long] = {
-    if (!e.foldable) throw WindowAggException(s"the $what of $function must be a constant, got ${e.sql}")
+    if (!e.foldable) throw WindowAggException(WindowAggError.INVALID_QUERY, s"the $what of $function must be a constant, got ${e.sql}")
     (e.eval(), e.dataType) match {
-      case (null, _) => throw WindowAggException(s"the $what of $function must not be null")
+      case (null, _) => throw WindowAggException(WindowAggError.INVALID_QUERY, s"the $what of $function must not be null")
       case (micros: java.lang.Long, _: DayTimeIntervalType) => scala.util.Left(Duration.of(micros, ChronoUnit.MICROS))
       case (i: CalendarInterval, CalendarIntervalType) =>
-        if (i.months != 0) throw WindowAggException(s"the $what of $function is ${e.sql}: months have no fixed length")
-        scala.util.Left(Duration.of(i.days * 86400000000L + i.microseconds, ChronoUnit.MICROS))
+        if (i.months != 0) throw WindowAggException(WindowAggError.INVALID_WINDOW, s"the $what of $function is ${e.sql}: months have no fixed length")
+        scala.util.Left(Duration.ofDays(i.days).plus(i.microseconds, ChronoUnit.MICROS)) // exact: days in micros can overflow a long
       case (s: UTF8String, _: StringType) => scala.util.Left(attempt(function)(TimeSpan.parseDuration(s.toString)))
       case (n: Number, ByteType | ShortType | IntegerType | LongType) => scala.util.Right(n.longValue)
       case (_, YearMonthIntervalType(_, _)) =>
-        throw WindowAggException(s"the $what of $function is ${e.sql}: months and years have no fixed length")
+        throw WindowAggException(WindowAggError.INVALID_WINDOW, s"the $what of $function is ${e.sql}: months and years have no fixed length")
       case (_, other) =>
-        throw WindowAggException(s"the $what of $function must be an INTERVAL, a string like '10 minutes' or an integer number of ticks, got ${other.sql}")
+        throw WindowAggException(WindowAggError.INVALID_WINDOW, s"the $what of $function must be an INTERVAL, a string like '10 minutes' or an integer number of ticks, got ${other.sql}")
     }
   }
 
@@ -174,7 +174,7 @@ object SqlFunctions {
     arg.map(e => WindowOptions.parse(string(e, "the time unit or options argument"))).getOrElse(WindowOptions())
 
   private def string(e: Expression, what: String): String = {
-    if (!e.foldable || !e.dataType.isInstanceOf[StringType]) throw WindowAggException(s"$what must be a constant string, got ${e.sql}")
-    Option(e.eval()).map(_.toString).getOrElse(throw WindowAggException(s"$what must not be null"))
+    if (!e.foldable || !e.dataType.isInstanceOf[StringType]) throw WindowAggException(WindowAggError.INVALID_QUERY, s"$what must be a constant string, got ${e.sql}")
+    Option(e.eval()).map(_.toString).getOrElse(throw WindowAggException(WindowAggError.INVALID_QUERY, s"$what must not be null"))
   }
 }

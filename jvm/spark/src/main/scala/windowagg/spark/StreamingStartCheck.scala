@@ -60,14 +60,14 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
 
   private def checkOutputMode(mode: OutputMode, processors: Seq[KeyedWindowProcessor]): Unit = {
     if (mode == OutputMode.Complete()) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.OUTPUT_MODE,
         "a windowed aggregation cannot run in the complete output mode: it keeps the state of open windows " +
           "only and emits each window when it is final (emit 'final', append mode) or when it changes (emit " +
           "'updates', update mode); start the query with outputMode('append') or outputMode('update')")
     }
     processors.find(_.emitsUpdates).foreach { p =>
       if (mode == OutputMode.Append()) {
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.OUTPUT_MODE,
           s"emit 'updates' (${p.stateRecord.field(Window).getOrElse("")}) sends every new value of a window" +
             (if (p.stateRecord.layout == SessionWindowProcessor.Layout.name) " and retracts merged sessions" else "") +
             ", which an append-mode sink would keep as new rows: start the query with outputMode('update'), " +
@@ -95,7 +95,7 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
       case Some(old) if hasRun =>
         val problems = differences(old, records)
         if (problems.nonEmpty) {
-          throw WindowAggException(
+          throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH,
             s"the checkpoint $root holds windowed-aggregation state built by a different query " +
               s"(${problems.mkString("; ")}); restarting would mix the two. Restore the query the checkpoint " +
               "was written by, or start this one from a new checkpoint location")
@@ -106,7 +106,7 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
         val legacy = records.map(r => r.copy(version = FirstVersion))
         val problems = differences(legacy, records)
         if (problems.nonEmpty) {
-          throw WindowAggException(s"the checkpoint $root was written by windowagg 0.1.0: ${problems.mkString("; ")}")
+          throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH, s"the checkpoint $root was written by windowagg 0.1.0: ${problems.mkString("; ")}")
         }
         write(fs, file, records)
       case _ => write(fs, file, records)
@@ -161,11 +161,11 @@ object StreamingStartCheck {
         val in = fs.open(file)
         try json.readTree(in) finally in.close()
       } catch {
-        case NonFatal(e) => throw WindowAggException(s"cannot read windowagg's state record $file: ${e.getMessage}", e)
+        case NonFatal(e) => throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH, s"cannot read windowagg's state record $file: ${e.getMessage}", e)
       }
     val format = root.path("format").asInt()
     if (format > RecordFormat) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH,
         s"$file was written by a newer windowagg (${root.path("windowagg").asText()}, record format $format); " +
           s"this release (${WindowAggVersion.current}) cannot read its state: run that release or a newer one")
     }
@@ -176,7 +176,7 @@ object StreamingStartCheck {
           op.get("fields").properties().asScala.map(e => e.getKey -> e.getValue.asText()).toSeq)
       }.toSeq
     } catch {
-      case NonFatal(e) => throw WindowAggException(s"cannot read windowagg's state record $file: $e", e)
+      case NonFatal(e) => throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH, s"cannot read windowagg's state record $file: $e", e)
     }
   }
 

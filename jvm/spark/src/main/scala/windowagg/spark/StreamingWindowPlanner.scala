@@ -28,22 +28,22 @@ object StreamingWindowPlanner {
   def plan(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, options: WindowOptions): LogicalPlan = {
     val provider = session.conf.getOption(ProviderConf).getOrElse("")
     if (!provider.contains("RocksDBStateStoreProvider")) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
         s"streaming windows keep their state with transformWithState, which needs the RocksDB state store: " +
           s"set $ProviderConf=$RocksDbProvider (windowagg.session() in Python does)")
     }
     if (!node.timeColumn.isTimestamp) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
     }
     if (node.windows.isInstanceOf[RowWindows] && options.emitUpdates) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
         s"$definition cuts windows at rows, whose order is settled only once the watermark passes them: " +
           "its windows come out final only; use emit 'final' (and the append output mode)")
     }
     if (!node.windows.everFinal && !options.emitUpdates) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
         s"$definition never closes, so no window would ever be final: use emit 'updates' (and the update output mode)")
     }
     val grace = node.windows.graceTicks
@@ -54,7 +54,7 @@ object StreamingWindowPlanner {
       grace match {
         case Some(grace) => input = input.withWatermark(time.name, s"$grace microseconds")
         case None =>
-          throw WindowAggException(
+          throw WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
             s"a streaming window needs a watermark on its time column '${time.name}': call " +
               s"withWatermark('${time.name}', delay) on the input, or give the definition a grace period, " +
               "e.g. SlidingWindows.of(size).grace(\"1 minute\")")

@@ -54,16 +54,16 @@ object TimeColumn {
       case TimestampType | TimestampNTZType => false
       case ByteType | ShortType | IntegerType | LongType => true
       case other =>
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN,
           s"time column $description has type ${other.sql}; it must be $supportedTypes" +
             (if (other == DateType) " (cast a DATE to TIMESTAMP)" else ""))
     }
     unit match {
       case Some(u) if !integral =>
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN,
           s"a time unit ('$u') applies only to integral time columns; $description is ${dataType.sql}")
       case Some(u) =>
-        val parsed = units.getOrElse(u.trim.toLowerCase(Locale.ROOT), throw WindowAggException(
+        val parsed = units.getOrElse(u.trim.toLowerCase(Locale.ROOT), throw WindowAggException(WindowAggError.INVALID_OPTION,
           s"unknown time unit '$u' for $description; use 'milliseconds', 'microseconds' or 'seconds'"))
         TimeColumn(dataType, Some(parsed))
       case None => TimeColumn(dataType, if (integral) None else Some(TimeUnit.MICROSECONDS))

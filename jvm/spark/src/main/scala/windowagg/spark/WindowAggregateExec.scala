@@ -87,7 +87,7 @@ case class WindowAggregateExec(
       val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
       val reach = WindowAggregateExec.reachOf(windows_, gapOrdinal, gapType)
       val groups = new TimeGroups(rows, keyProjection, timeOrdinal, timeColumn_.reader(timeOrdinal), windows_, reach,
-        aggregates, counters, perRow = rowWindows_.isDefined)
+        aggregates, counters, perRow = rowWindows_.isDefined, readsGap = gapOrdinal.isDefined)
       val outputProjection = UnsafeProjection.create(output_.map(_.dataType).toArray)
       val outputRow = new SpecificInternalRow(output_.map(_.dataType))
       val keyTypes = keys_.map(_.dataType).toArray
@@ -163,7 +163,8 @@ object WindowAggregateExec {
 
   /**
    * How far a row keeps its window open (the kind's reach: sessions' t + gap), or [[NoReach]] when
-   * the row's own length (a per-row session gap) is null or not positive. A plain method on longs:
+   * the row's own length (a per-row session gap) is null or not positive; without a per-row length,
+   * NoReach is a real reach (a row at Long.MinValue). A plain method on longs:
    * it runs for every input row, so nothing is boxed.
    */
   trait RowReach extends Serializable {
@@ -177,7 +178,10 @@ object WindowAggregateExec {
           case _: DayTimeIntervalType => _.getLong(ordinal) // microseconds, the ticks of a timestamp
           case CalendarIntervalType => row => {
             val i = row.getInterval(ordinal) // months have no fixed length: such a length counts as invalid
-            if (i.months != 0) -1L else i.days * 86400000000L + i.microseconds
+            if (i.months != 0) -1L
+            else
+              try Math.addExact(Math.multiplyExact(i.days.toLong, 86400000000L), i.microseconds)
+              catch { case _: ArithmeticException => if (i.days > 0) Long.MaxValue else -1L } // beyond every time, not wrapped
           }
           case other => TimeColumn(other, None).reader(ordinal)
         }
@@ -209,7 +213,8 @@ private final class TimeGroups(
     reachOf: WindowAggregateExec.RowReach,
     aggregates: SparkAggregates,
     counters: RowCounters,
-    perRow: Boolean) extends Logging {
+    perRow: Boolean,
+    readsGap: Boolean) extends Logging {
 
   // The partial being built, and the one completed before it (read ahead by one group).
   private var buildingKey: UnsafeRow = _
@@ -285,7 +290,8 @@ private final class TimeGroups(
         } else {
           val t = readTime(row)
           val reach = reachOf(row, t)
-          if (reach == WindowAggregateExec.NoReach) {
+          // only a row's own gap makes NoReach: otherwise it is the reach of a row at Long.MinValue
+          if (readsGap && reach == WindowAggregateExec.NoReach) {
             counters.invalidGap += 1
             skippedGap += 1
           } else {

@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.util.toPrettySQL
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.RowWindows
@@ -20,11 +21,11 @@ object PlaceWindowColumn extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case a: Aggregate if a.child.resolved && unplacedWindows(a).nonEmpty =>
       if (a.groupingExpressions.exists(_.isInstanceOf[BaseGroupingSets])) {
-        throw WindowAggException("windowagg windows cannot be combined with GROUPING SETS, ROLLUP or CUBE")
+        throw WindowAggException(WindowAggError.INVALID_QUERY, "windowagg windows cannot be combined with GROUPING SETS, ROLLUP or CUBE")
       }
       val windows = unplacedWindows(a)
       if (windows.size > 1) {
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.INVALID_QUERY,
           s"an aggregation can group by one windowagg window, found ${windows.size}: ${windows.mkString(", ")}")
       }
       val window = windows.head
@@ -34,9 +35,15 @@ object PlaceWindowColumn extends Rule[LogicalPlan] {
       def place(e: Expression): Expression = e.transformDown {
         case w: WindowGroupingExpression if w.semanticEquals(window) => column
       }
+      // a grouping column Spark named after the expression (F.expr("windows(...)")) is named `window`
+      def named(e: NamedExpression): NamedExpression = e match {
+        case al @ Alias(w: WindowGroupingExpression, name) if name == toPrettySQL(w) =>
+          Alias(w, WindowGroupingExpression.ColumnName)(al.exprId, al.qualifier, al.explicitMetadata)
+        case other => other
+      }
       Aggregate(
         a.groupingExpressions.map(place),
-        a.aggregateExpressions.map(place(_).asInstanceOf[NamedExpression]),
+        a.aggregateExpressions.map(e => place(named(e)).asInstanceOf[NamedExpression]),
         Project(a.child.output :+ alias, a.child),
         a.hint)
   }
@@ -64,10 +71,10 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       node.expressions.foreach(_.foreach {
         // one whose columns do not resolve is left to Spark, whose error names the missing column
         case w: WindowGroupingExpression if w.childrenResolved =>
-          throw WindowAggException(
+          throw WindowAggException(WindowAggError.INVALID_QUERY,
             s"$w can only be used as a grouping key: df.groupBy(..., window(ts, definition)) or GROUP BY windows(ts, 'spec')")
         case v: WindowView if v.childrenResolved =>
-          throw WindowAggException(
+          throw WindowAggException(WindowAggError.INVALID_QUERY,
             s"${v.sql} is Storm's window view: it can only be used in an aggregation grouped by Storm's windows " +
               "(CountWindows, DurationWindows)")
         case _ =>
@@ -93,7 +100,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
 
     val grouping = a.groupingExpressions.map(trimAliases)
     if (!grouping.exists(_.semanticEquals(windowColumn))) {
-      throw WindowAggException(s"the window column must be a grouping key of the aggregation")
+      throw WindowAggException(WindowAggError.INVALID_QUERY, s"the window column must be a grouping key of the aggregation")
     }
     val keyExpressions = grouping.filterNot(_.semanticEquals(windowColumn))
       .foldLeft(Seq.empty[Expression]) { (seen, e) => if (seen.exists(_.semanticEquals(e))) seen else seen :+ e }
@@ -126,7 +133,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     a.aggregateExpressions.foreach(checkNoUnsupportedFunction)
     aggregates.foreach { case (ae, _) => checkMergeable(ae) }
     aggregates.collectFirst { case (ae, view) if view != WindowView.All && !windows.isInstanceOf[RowWindows] =>
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
         s"${view.name}(${ae.sql}) is Storm's window view, for Storm's windows (CountWindows, DurationWindows); " +
           s"${window.definition} has no previous window to compare with")
     }
@@ -164,7 +171,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     }
     val missing = results.flatMap(_.references).filterNot(node.outputSet.contains)
     if (missing.nonEmpty) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
         s"column ${missing.map(_.sql).distinct.mkString(", ")} is neither a grouping key nor inside an aggregate function")
     }
     if (child.isStreaming) {
@@ -180,13 +187,13 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
   /** Processing time is a stream's clock: a batch query has none, and the time column must be that clock. */
   private def checkProcessingTime(window: WindowGroupingExpression, streaming: Boolean): Unit = {
     if (!streaming) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
         "time 'processing' needs a streaming DataFrame: a batch query has no processing time; window by an event time column")
     }
     window.timeColumn match {
       case _: CurrentTimestampLike =>
       case other =>
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN,
           s"with time 'processing' the time column must be current_timestamp(), the micro-batch's processing time; got '${other.sql}'")
     }
   }
@@ -196,7 +203,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     case v @ WindowView(child, view) =>
       val inside = child.collect { case ae: AggregateExpression => ae }
       if (inside.isEmpty || child.exists(_.isInstanceOf[WindowView])) {
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.INVALID_QUERY,
           s"${v.prettyName} takes an expression of aggregates, not of other views, e.g. ${v.prettyName}(count(1)); got ${child.sql}")
       }
       inside.map(ae => (ae, view))
@@ -206,10 +213,10 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
 
   private def checkNoUnsupportedFunction(e: Expression): Unit = e.foreach {
     case w: WindowFunction =>
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"${w.prettyName}() is a ranking/window function, not an aggregate: it cannot be computed over windowagg windows")
     case udf: PythonUDF if SparkInternals.isPythonAggregate(udf) =>
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"${udf.name}: pandas/Arrow aggregate UDFs run over all rows of a group at once and cannot be merged incrementally; use a built-in aggregate or a Scala Aggregator")
     case _ =>
   }
@@ -217,21 +224,21 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
   private def checkMergeable(ae: AggregateExpression): Unit = {
     val name = ae.aggregateFunction.prettyName
     if (ae.isDistinct) {
-      throw WindowAggException(
+      throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"$name(DISTINCT ...) cannot be computed incrementally over windows; use approx_count_distinct, " +
           s"or size(collect_set(...)) for an exact distinct count")
     }
     if (ae.aggregateFunction.children.exists(_.exists(_.isInstanceOf[AggregateExpression]))) {
-      throw WindowAggException(s"aggregate functions cannot be nested: ${ae.sql}")
+      throw WindowAggException(WindowAggError.INVALID_QUERY, s"aggregate functions cannot be nested: ${ae.sql}")
     }
     ae.aggregateFunction match {
       case _: PythonUDAF =>
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
           s"$name: pandas/Arrow aggregate UDFs run over all rows of a group at once and cannot be merged incrementally; use a built-in aggregate or a Scala Aggregator")
       case _: DeclarativeAggregate | _: ImperativeAggregate =>
       case _: RuntimeReplaceableAggregate =>
       case other =>
-        throw WindowAggException(s"aggregate ${other.prettyName} cannot be computed incrementally over windows")
+        throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE, s"aggregate ${other.prettyName} cannot be computed incrementally over windows")
     }
   }
 }

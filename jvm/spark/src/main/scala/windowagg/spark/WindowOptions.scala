@@ -30,22 +30,22 @@ object WindowOptions {
   /** Options from name/value pairs (names as in `Keys`, case-insensitive); errors name the bad one. */
   def from(pairs: Iterable[(String, String)]): WindowOptions = pairs.foldLeft(WindowOptions()) {
     case (o, (k, v)) =>
-      val value = Option(v).map(_.trim).getOrElse(throw WindowAggException(s"window option '$k' must not be null"))
+      val value = Option(v).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, s"window option '$k' must not be null"))
       k.trim.toLowerCase(Locale.ROOT) match {
         case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
         case "emit" =>
           val e = value.toLowerCase(Locale.ROOT)
-          if (e != "final" && e != "updates") throw WindowAggException(s"emit must be 'final' or 'updates', got '$v'")
+          if (e != "final" && e != "updates") throw WindowAggException(WindowAggError.INVALID_OPTION, s"emit must be 'final' or 'updates', got '$v'")
           o.copy(emit = e)
         case "laterows" | "late_rows" =>
           val l = value.toLowerCase(Locale.ROOT)
-          if (l != "count" && l != "emit") throw WindowAggException(s"lateRows must be 'count' or 'emit', got '$v'")
+          if (l != "count" && l != "emit") throw WindowAggException(WindowAggError.INVALID_OPTION, s"lateRows must be 'count' or 'emit', got '$v'")
           o.copy(lateRows = l)
         case "time" =>
           val t = value.toLowerCase(Locale.ROOT)
-          if (t != "event" && t != "processing") throw WindowAggException(s"time must be 'event' or 'processing', got '$v'")
+          if (t != "event" && t != "processing") throw WindowAggException(WindowAggError.INVALID_OPTION, s"time must be 'event' or 'processing', got '$v'")
           o.copy(time = t)
-        case other => throw WindowAggException(s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
+        case other => throw WindowAggException(WindowAggError.INVALID_OPTION, s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
       }
   }
 
@@ -55,7 +55,7 @@ object WindowOptions {
     else from(text.split(",").toSeq.filter(_.trim.nonEmpty).map { pair =>
       pair.split("=", 2) match {
         case Array(k, v) => (k, v)
-        case _ => throw WindowAggException(s"cannot read window option '$pair'; write name=value")
+        case _ => throw WindowAggException(WindowAggError.INVALID_OPTION, s"cannot read window option '$pair'; write name=value")
       }
     })
 }

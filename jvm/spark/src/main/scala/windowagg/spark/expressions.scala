@@ -43,7 +43,7 @@ case class WindowGroupingExpression(
     val time = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
     val windows =
       try definition.resolve(time.timeline(DateTimeUtils.getZoneId(SQLConf.get.sessionLocalTimeZone)))
-      catch { case e: WindowError => throw WindowAggException(s"${e.message} (time column '${timeColumn.sql}')", e) }
+      catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_WINDOW, s"${e.message} (time column '${timeColumn.sql}')", e) }
     gap.foreach { g =>
       val ok = g.dataType match {
         case _: DayTimeIntervalType | CalendarIntervalType => time.isTimestamp
@@ -51,14 +51,14 @@ case class WindowGroupingExpression(
         case _ => false
       }
       if (!ok) {
-        throw WindowAggException(
+        throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN,
           s"the gap column '${g.sql}' has type ${g.dataType.sql}; with a ${timeColumn.dataType.sql} time column it must be " +
             (if (time.isTimestamp) "a day-time INTERVAL" else "an integral number of ticks"))
       }
     }
     tieBreak.foreach { t =>
       if (!RowOrdering.isOrderable(t.dataType)) {
-        throw WindowAggException(s"the tie-break column '${t.sql}' has type ${t.dataType.sql}, which cannot be ordered")
+        throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN, s"the tie-break column '${t.sql}' has type ${t.dataType.sql}, which cannot be ordered")
       }
     }
     (time, windows)

@@ -124,6 +124,20 @@ class SurfacesAndErrorsSuite extends AnyFunSuite with SparkSessionFixture {
       .contains("not a whole number of milliseconds"))
   }
 
+  test("errors carry windowagg's own condition and SQLSTATE, and SQL errors their position") {
+    import spark.implicits._
+    Seq(("a", java.sql.Timestamp.valueOf("2024-01-01 00:00:00"))).toDF("k", "ts").createOrReplaceTempView("conditions")
+    val e = intercept[AnalysisException](
+      spark.sql("SELECT k, count(1) FROM conditions\nGROUP BY k, windows(ts, 'sliding banana')"))
+    assert(e.getCondition == "WINDOWAGG_INVALID_WINDOW" && e.getSqlState == "22023")
+    assert(e.getMessageParameters.get("message").contains("banana"))
+    assert(e.getMessage.contains("line 2 pos"), e.getMessage)
+    assert(e.getQueryContext.isEmpty) // PySpark would look the condition up in Spark's registry to log a context
+    val option = intercept[AnalysisException](
+      spark.table("conditions").groupBy(col("k"), window(col("ts"), SlidingWindows.of("1 minute"), Map("emit" -> "never"))).count())
+    assert(option.getCondition == "WINDOWAGG_INVALID_OPTION" && option.getSqlState == "42K06")
+  }
+
   test("an integral time column's unit is never assumed: durations and dates need it, bare ticks do not") {
     import spark.implicits._
     val df = Seq(("a", 1000L), ("a", 1500L)).toDF("k", "t")

@@ -16,14 +16,6 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
  */
 object SparkInternals extends AdaptiveSparkPlanHelper {
 
-  /**
-   * Spark's error condition whose whole text is one parameter (shown without a condition prefix).
-   * Every SparkThrowable needs a registered condition for PySpark to render it, and third-party
-   * jars cannot register their own.
-   */
-  val FreeTextErrorCondition = "_LEGACY_ERROR_TEMP_3100"
-  val FreeTextErrorParameter = "message"
-
   def expression(column: Column): Expression = ExpressionUtils.expression(column)
 
   def column(expression: Expression, name: String): Column = ExpressionUtils.column(Alias(expression, name)())
