@@ -45,6 +45,7 @@ val sparkJavaOptions = Seq(
 lazy val core = (project in file("jvm/core"))
   .settings(
     name := "windowagg-core",
+    publish / skip := true,
     libraryDependencies ++= scalaTest +: scalaCheck,
     Test / fork := true,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"))
@@ -57,6 +58,7 @@ lazy val examples = (project in file("jvm/examples"))
   .dependsOn(core % Provided)
   .settings(
     name := "windowagg-examples",
+    publish / skip := true,
     javacOptions ++= Seq("--release", "17", "-Xlint:all"),
     Compile / packageBin / artifactPath := target.value / s"windowagg-examples-${version.value}.jar")
 
@@ -69,6 +71,13 @@ lazy val spark = (project in file("jvm/spark"))
     Compile / unmanagedJars ++= sparkJars.value.map(Attributed.blank),
     Compile / packageBin / mappings ++= (core / Compile / packageBin / mappings).value,
     Compile / packageBin / artifactPath := target.value / s"windowagg-${version.value}.jar",
+    // published as one artifact, io.windowagg:windowagg_2.13 (dev/publish-local): the core is inside
+    // the jar, so neither it nor the test-only examples are dependencies in its POM or ivy.xml; Spark
+    // is provided by the cluster
+    projectDependencies := projectDependencies.value.filterNot(_.name.startsWith("windowagg-")),
+    // local repositories take the tree's current jar again under the same version
+    publishLocalConfiguration := publishLocalConfiguration.value.withOverwrite(true),
+    publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
     Test / fork := true,
     Test / parallelExecution := false,
     Test / javaOptions ++= sparkJavaOptions ++ Seq("-Xmx4g", "-Dspark.ui.enabled=false"),

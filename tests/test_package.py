@@ -26,6 +26,21 @@ def test_public_names_have_docstrings():
     assert windowagg.EXTENSION_CLASS == "windowagg.spark.WindowAggExtensions"
 
 
+def test_installing_the_package_without_its_jar_stops_with_one_line(tmp_path):
+    import shutil
+
+    source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+    copy = tmp_path / "python"
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("jars", "build", "*.egg-info", "__pycache__"))
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(copy)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode != 0
+    assert "windowagg: the jar this package carries is not built; run dev/package" in built.stdout + built.stderr
+
+
 def test_jar_path_prefers_the_environment(tmp_path, monkeypatch):
     jar = tmp_path / "custom.jar"
     jar.write_bytes(b"PK")

@@ -31,7 +31,7 @@ object SqlFunctions {
   val grouping: Seq[Entry[Expression]] = Seq(
     Entry("windows",
       "windows(time, spec [, options]) - the windows of any kind as a GROUP BY key (select window.start, window.end); " +
-        s"spec is one of: ${WindowSpec.grammar.replace("\n", "; ")}; options: 'emit=final|updates, lateRows=count|emit, timeUnit=...'",
+        s"spec is one of: ${WindowSpec.grammar.replace("\n", "; ")}; options: 'emit=final|updates, lateRows=count|emit, timeUnit=milliseconds|microseconds|seconds, time=event|processing' (lateRows and timeUnit may also be written late_rows and time_unit, as in Python)",
       windowsOfSpec),
     Entry("sliding_window",
       "sliding_window(time, size [, time_unit or options]) - KIP-450 sliding windows as a GROUP BY key; " +

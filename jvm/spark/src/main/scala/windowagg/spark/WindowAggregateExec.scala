@@ -271,8 +271,9 @@ private final class TimeGroups(
       logWarning(s"windowagg: $skippedGap row(s) with a null or non-positive session gap were not windowed (metric invalidGapRows)")
       skippedGap = 0
     }
+    // rows between Storm's windows, or times a kind leaves out, are the definition's own doing, not bad data
     if (skippedUnwindowed > 0) {
-      logWarning(s"windowagg: $skippedUnwindowed row(s) fell in no window of the definition (metric unwindowedRows)")
+      logInfo(s"windowagg: $skippedUnwindowed row(s) fell in no window of the definition (metric unwindowedRows)")
       skippedUnwindowed = 0
     }
   }
