@@ -8,3 +8,7 @@ PYTEST_VERSION=9.2.0
 PANDAS_VERSION=2.3.3
 PYARROW_VERSION=26.0.1
 SBT_VERSION=$(sed -n 's/^sbt.version=//p' "$(dirname "${BASH_SOURCE[0]}")/../project/build.properties")
+# Spark Connect's Python client (PySpark's `connect` extras; pandas and pyarrow are above)
+GRPCIO_VERSION=1.85.1
+GOOGLEAPIS_COMMON_PROTOS_VERSION=1.76.0
+ZSTANDARD_VERSION=0.25.0

@@ -6,10 +6,12 @@ Nothing here is public API.
 from typing import Any, NoReturn, Optional
 
 _CONNECT_MESSAGE = (
-    "windowagg is a JVM library: it runs inside the Spark driver and needs a classic "
-    "(py4j) SparkSession, not a Spark Connect one. Create the session with windowagg.session() "
-    "or windowagg.configure(SparkSession.builder) without spark.remote / SPARK_REMOTE / "
-    "spark.api.mode=connect."
+    "this needs a classic (py4j) SparkSession: windowagg.session() and windowagg.configure() put the "
+    "jar into a local Spark driver, and metrics(df) reads its executed plan. On Spark Connect the "
+    "server runs windowagg: start it with --jars <windowagg jar> --conf "
+    "spark.sql.extensions=windowagg.spark.WindowAggExtensions (windowagg.jar_path() gives the jar), "
+    "connect with SparkSession.builder.remote(...), and use window(), the window classes and the SQL "
+    "functions as on a classic session; the observed metrics of streaming queries count late rows there."
 )
 
 _NO_JAR_MESSAGE = (

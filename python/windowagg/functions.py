@@ -1,4 +1,9 @@
-"""Column functions and plan metrics of windowagg (wrappers of ``windowagg.functions`` on the JVM)."""
+"""Column functions and plan metrics of windowagg.
+
+On a classic session they wrap ``windowagg.functions`` on the JVM; on a Spark Connect session, whose
+server runs the jar and the extension, they call windowagg's SQL functions by name (``windows``,
+``new_rows``, ``expired_rows``), which every definition reaches through its spec.
+"""
 
 from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
@@ -12,14 +17,35 @@ _FUNCTIONS = "windowagg.functions"
 
 
 def _java_column(col: Union[str, "Column"]) -> Any:
-    from pyspark.sql.column import Column as AnyColumn
     from pyspark.sql.classic.column import Column as ClassicColumn, _to_java_column
 
-    if isinstance(col, AnyColumn) and not isinstance(col, ClassicColumn):
-        raise _jvm.connect_error()
     if not isinstance(col, (str, ClassicColumn)):
         raise TypeError(f"the time column must be a column name or a Column, not {type(col).__name__}")
     return _to_java_column(col)
+
+
+def _on_connect(col: Any) -> bool:
+    """Whether `col` (a Column or a column name) belongs to a Spark Connect session."""
+    from pyspark.sql.column import Column as AnyColumn
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    if isinstance(col, AnyColumn):
+        return not isinstance(col, ClassicColumn)
+    return _jvm.is_connect_active()
+
+
+def _connect_window(time_col: Union[str, "Column"], definition: WindowDefinition, options: Dict[str, str]) -> "Column":
+    """`windows(time, spec [, options])`, the SQL grouping function of every kind, called by name."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.column import Column as AnyColumn
+
+    if not isinstance(time_col, (str, AnyColumn)):
+        raise TypeError(f"the time column must be a column name or a Column, not {type(time_col).__name__}")
+    column = F.col(time_col) if isinstance(time_col, str) else time_col
+    args = [column, F.lit(definition.spec)]
+    if options:
+        args.append(F.lit(", ".join(f"{k}={v}" for k, v in options.items())))
+    return F.call_function("windows", *args).alias("window")
 
 
 def window(
@@ -31,6 +57,9 @@ def window(
     time: Optional[str] = None,
 ) -> "Column":
     """A grouping column that assigns each row to the windows of ``definition``.
+
+    It works on classic and Spark Connect sessions alike (on Connect, the server runs windowagg's
+    jar and extension, and the column calls its SQL function ``windows`` by name).
 
     Use it as a ``groupBy`` key; each output row is one window of one key::
 
@@ -97,6 +126,10 @@ def window(
     ):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a str such as {example}, not {type(value).__name__}")
+    if _on_connect(time_col):
+        options = {"timeUnit": time_unit, "emit": emit, "lateRows": late_rows, "time": time}
+        given = {k: v for k, v in options.items() if v is not None}
+        return _connect_window(time_col, _ensure_definition(definition), given)
     jdef = _ensure_definition(definition)._java_definition()
     jvm = _jvm.active_jvm()
     jcol = _java_column(time_col)
@@ -139,10 +172,15 @@ def expired_rows(aggregate: "Column") -> "Column":
 
 
 def _view(name: str, aggregate: "Column") -> "Column":
+    from pyspark.sql.column import Column as AnyColumn
     from pyspark.sql.classic.column import Column
 
-    if not isinstance(aggregate, Column):
+    if not isinstance(aggregate, AnyColumn):
         raise TypeError(f"{name} takes an aggregate Column such as F.count('*'), not {type(aggregate).__name__}")
+    if _on_connect(aggregate):
+        from pyspark.sql import functions as F
+
+        return F.call_function({"newRows": "new_rows", "expiredRows": "expired_rows"}[name], aggregate)
     jvm = _jvm.active_jvm()
     return Column(getattr(_jvm.jvm_class(jvm, _FUNCTIONS), name)(_java_column(aggregate)))
 
