@@ -48,6 +48,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
@@ -128,6 +129,18 @@ public final class KafkaWindowBench {
 
     // ------------------------------------------------------------------------------------ the topology
 
+    /** The store's serdes, and its changelog and record cache as the run asks: the same for either kind of store. */
+    static <S extends StateStore> Materialized<String, double[], S> configured(Materialized<String, double[], S> m, final Args a) {
+        m = m.withKeySerde(Serdes.String()).withValueSerde(AGG);
+        if (!a.changelog) {
+            m = m.withLoggingDisabled();
+        }
+        if (!a.caching) {
+            m = m.withCachingDisabled();
+        }
+        return m;
+    }
+
     static Topology topology(final Args a) {
         final StreamsBuilder builder = new StreamsBuilder();
         final KGroupedStream<String, Double> grouped = builder
@@ -145,32 +158,18 @@ public final class KafkaWindowBench {
                 ? Materialized.as(Stores.inMemoryWindowStore(STORE, Duration.ofMillis(2 * a.sizeMs + a.graceMs),
                                                             Duration.ofMillis(a.sizeMs), false))
                 : Materialized.as(STORE);   // the default persistent (RocksDB) window store
-            m = m.withKeySerde(Serdes.String()).withValueSerde(AGG);
-            if (!a.changelog) {
-                m = m.withLoggingDisabled();
-            }
-            if (!a.caching) {
-                m = m.withCachingDisabled();
-            }
             table = grouped
                 .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(a.sizeMs), Duration.ofMillis(a.graceMs)))
-                .aggregate(INIT, ADD, m);
+                .aggregate(INIT, ADD, configured(m, a));
             windowedSerde = WindowedSerdes.timeWindowedSerdeFrom(String.class, a.sizeMs);
         } else {
             Materialized<String, double[], SessionStore<Bytes, byte[]>> m = a.store.equals("memory")
                 // the retention the DSL gives its default session store: gap + grace
                 ? Materialized.as(Stores.inMemorySessionStore(STORE, Duration.ofMillis(a.gapMs + a.graceMs)))
                 : Materialized.as(STORE);   // the default persistent (RocksDB) session store
-            m = m.withKeySerde(Serdes.String()).withValueSerde(AGG);
-            if (!a.changelog) {
-                m = m.withLoggingDisabled();
-            }
-            if (!a.caching) {
-                m = m.withCachingDisabled();
-            }
             table = grouped
                 .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(a.gapMs), Duration.ofMillis(a.graceMs)))
-                .aggregate(INIT, ADD, MERGE, m);
+                .aggregate(INIT, ADD, MERGE, configured(m, a));
             windowedSerde = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
         }
         table.suppress(suppressed).toStream().to(OUTPUT, Produced.with(windowedSerde, AGG));

@@ -184,8 +184,12 @@ final class RowWindowCursor[P](
     headPosition += 1
   }
 
+  // read per row: plain fields, no closure over `until`
+  private val bounded = until.isDefined
+  private val evaluateBefore = until.getOrElse(0L)
+
   /** Whether a window ending at `time` may be evaluated now: in batch every one, the last time included. */
-  private def evaluable(time: Long): Boolean = until.forall(time < _)
+  private def evaluable(time: Long): Boolean = !bounded || time < evaluateBefore
 
   /** `end − ticks`, the exclusive start of a window of a length of time; not clamped, which would drop its rows. */
   private def startOf(end: Long, ticks: Long): Long =
