@@ -5,7 +5,7 @@
 // user's session loads.
 
 ThisBuild / organization := "io.windowagg"
-ThisBuild / version := "0.2.0"
+ThisBuild / version := "0.3.0"
 ThisBuild / scalaVersion := "2.13.18"
 ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint", "-release", "17")
 

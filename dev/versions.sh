@@ -1,7 +1,7 @@
 # Pinned versions shared by every script. Spark's Scala artifacts for this line are read from the
 # pinned PySpark distribution (its jars/ folder), so the jar is compiled and tested against exactly
 # the Spark a Python user runs.
-WINDOWAGG_VERSION=0.2.0
+WINDOWAGG_VERSION=0.3.0
 PYSPARK_VERSION=4.3.0
 PYTEST_VERSION=9.2.0
 # pandas and pyarrow: PySpark's pandas UDFs, which a test uses to check they are rejected

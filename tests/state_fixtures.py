@@ -5,7 +5,8 @@ emitted, and which release wrote it (tests/fixtures/state/<kind>/). test_state_f
 with the release under test on the second half, and checks that the two runs together emit exactly
 the batch result over all rows. ``dev/make-state-fixtures`` writes them: sliding and session windows
 with windowagg 0.1.0 (commit d6ae791), the kinds 0.1.0 lacked with 0.2.0. Any change to a state
-layout ships with a new fixture written by the release before it.
+layout ships with a new fixture written by the release before it; a kind whose layout changed since
+its fixture (LAYOUT_CHANGED) must refuse it with a message saying why.
 
 This module is imported both by the tests and by the generator, which may run an older windowagg:
 it uses only what every release's Python package has (``window``, the definition classes).
@@ -23,6 +24,17 @@ SCHEMA = "k string, ts timestamp, v long"
 WATERMARK = "2 minutes"
 FLUSH_KEY = "~flush"
 START = datetime.datetime(2024, 3, 10, 6, 0, tzinfo=datetime.timezone.utc)  # a DST change in New York
+
+# Kinds whose state layout changed since their fixture was written: (layout, its version in the
+# fixture, the version this release reads). 0.3.0 keeps "partials by time" in blocks of partials,
+# one state entry per block, and "sessions" as one state entry per key.
+LAYOUT_CHANGED = {
+    **{
+        kind: ("partials by time", 1, 2)
+        for kind in ("sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited")
+    },
+    "session": ("sessions", 1, 2),
+}
 
 # kind: (the definition, from a windowagg module; emission)
 KINDS = {

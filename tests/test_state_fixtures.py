@@ -1,4 +1,5 @@
-"""Streaming state survives upgrades: checkpoints written by earlier releases restart on this one.
+"""Streaming state survives upgrades: checkpoints written by earlier releases restart on this one,
+or, where the state layout changed since, are refused with a message saying why.
 
 Each fixture (state_fixtures.py) is a checkpoint left after the first half of a query's input. This
 release restarts it on the second half; both runs' rows together must be exactly the batch result.
@@ -9,6 +10,7 @@ import os
 import shutil
 
 import pytest
+from pyspark.errors import AnalysisException
 
 import state_fixtures as sf
 import windowagg
@@ -31,6 +33,16 @@ def test_a_checkpoint_of_an_earlier_release_restarts_with_the_same_results(spark
     shutil.copytree(os.path.join(fixture, "checkpoint"), checkpoint)
 
     first_half, second_half = sf.halves()
+    if kind in sf.LAYOUT_CHANGED:
+        layout, old, new = sf.LAYOUT_CHANGED[kind]
+        with pytest.raises(AnalysisException) as refused:
+            sf.run_stream(spark, windowagg, kind, checkpoint, [second_half, *sf.flushes()])
+        message = str(refused.value)
+        assert refused.value.getCondition() == "WINDOWAGG_CHECKPOINT_MISMATCH", message
+        assert f"its '{layout}' state is version {old}" in message, message
+        assert f"reads version {new} only" in message, message
+        assert "start it from a new checkpoint location" in message, message
+        return
     second = sf.run_stream(spark, windowagg, kind, checkpoint, [second_half, *sf.flushes()])
 
     batch = sf.aggregated(spark.createDataFrame(first_half + second_half, sf.SCHEMA), windowagg, kind, streaming=False)

@@ -59,10 +59,10 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
     })
   }
 
-  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
+  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
     val keyRow = internalKey(key)
-    val out = mutable.ArrayBuffer.empty[Row]
+    val out = mutable.ArrayBuffer.empty[Array[Byte]]
     var deadline = settle(keyRow, watermark, out)
     val arrived = mutable.ArrayBuffer.empty[Array[Byte]]
     inputRows.foreach { row =>
@@ -84,9 +84,9 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
     out.iterator
   }
 
-  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
+  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     timer.clear() // the fired timer is gone
-    val out = mutable.ArrayBuffer.empty[Row]
+    val out = mutable.ArrayBuffer.empty[Array[Byte]]
     scheduleTimer(timer, settle(internalKey(key), watermarkTicks(timerValues), out))
     out.iterator
   }
@@ -96,7 +96,7 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
    * rows in no window, drops settled rows no window still needs, and returns the next time the
    * key must be looked at: its earliest waiting row, or the end of a window its rows already make.
    */
-  private def settle(keyRow: InternalRow, watermark: Long, out: mutable.ArrayBuffer[Row]): Option[Long] = {
+  private def settle(keyRow: InternalRow, watermark: Long, out: mutable.ArrayBuffer[Array[Byte]]): Option[Long] = {
     val from = if (settledUntil.exists()) settledUntil.get() else Long.MinValue
     if (watermark <= from) return if (timer.exists()) Some(timerEnd(timer.get())) else None
     val (ready, still) = waiting.get().map(RowWindowProcessor.WaitingRow(_, tieFields)).toArray.partition(_.time < watermark)

@@ -16,45 +16,43 @@ import windowagg.core.Ticks.saturatingAdd
  * KIP-94 sessions of one key in Structured Streaming (transformWithState, event time), with a
  * fixed or per-row gap.
  *
- * State per key: one partial aggregate per open session (keyed by its first record time, with its
- * last time and reach), and `closedReach`, the largest reach of its closed sessions (a record
- * within it that bridges no open session is late). A record merges every open session it bridges;
- * an event-time timer at each session's reach closes it once the watermark passes, so no
- * micro-batch scans all state. With a fixed gap, closedReach is dropped once no on-time record can
- * fall within it; with a per-row gap a later record may reach back arbitrarily far, so it stays.
- * In update mode, a session merged away (including one extended to new bounds) is retracted and
- * the merged session emitted.
+ * State per key, one entry ([[SessionWindowProcessor.KeySessions]]): the open sessions (each its
+ * first and last record time, its reach and its partial aggregate as UnsafeRow bytes),
+ * `closedReach`, the largest reach of its closed sessions (a record within it that bridges no open
+ * session is late), and the key's one event-time timer, at the earliest reach of its open sessions:
+ * when the watermark passes it that session closes, so no micro-batch scans all state. A record
+ * merges every open session it bridges. With a fixed gap, closedReach is dropped once no on-time
+ * record can fall within it (the timer wakes the key for that); with a per-row gap a later record
+ * may reach back arbitrarily far, so it stays. In update mode, a session merged away (including
+ * one extended to new bounds) is retracted and the merged session emitted.
  */
 final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
+  import SessionWindowProcessor.KeySessions
 
-  @transient private var sessions: MapState[Long, Array[Byte]] = _
-  @transient private var closedReach: ValueState[Long] = _
+  @transient private var sessionState: ValueState[Array[Byte]] = _
   @transient private var merging: SessionMerging[InternalRow] = _
   @transient private var reachOf: WindowAggregateExec.RowReach = _
 
   override protected def stateLayout: StateLayout = SessionWindowProcessor.Layout
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
-    sessions = handle.getMapState[Long, Array[Byte]]("sessions", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
-    closedReach = handle.getValueState[Long]("closedReach", Encoders.scalaLong, TTLConfig.NONE)
+    sessionState = handle.getValueState[Array[Byte]]("keySessions", Encoders.BINARY, TTLConfig.NONE)
     merging = new SessionMerging[InternalRow](aggregates)
     reachOf = WindowAggregateExec.reachOf(spec.windows, spec.gapOrdinal, spec.gapType)
   }
 
-  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
+  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
     val keyRow = internalKey(key)
-    val out = mutable.ArrayBuffer.empty[Row]
+    val out = mutable.ArrayBuffer.empty[Array[Byte]]
+    val state = load()
     // Sessions already final are closed before these rows: rows may only change open sessions.
-    var open = closeFinal(keyRow, load(), watermark, out)
+    var open = closeFinal(keyRow, state, watermark, out)
     val before = open.map(s => (s.first, s.last)).toSet
-    // every open session already has a timer at its reach: only new reaches need one (Spark warns of
-    // each timer registered twice)
-    val timed = open.map(s => expiryMs(s.reach)).toSet
-    val closed = if (closedReach.exists()) Some(closedReach.get()) else None
+    val closed = state.closedReach
 
-    val fresh = mutable.HashMap.empty[Long, (Long, InternalRow)] // time -> (reach, partial)
+    val fresh = mutable.LongMap.empty[(Long, InternalRow)] // time -> (reach, partial)
     val behind = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)] // late unless they join an open session
     inputRows.foreach { row =>
       val value = internalValue(row)
@@ -95,41 +93,37 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       waiting = rest
     }
     waiting.foreach { case (_, _, value) => out += lateRow(keyRow, value, ReasonLate) }
-    if (touched.nonEmpty) {
-      save(open)
-      open.map(s => expiryMs(s.reach)).distinct.filterNot(timed.contains).foreach(getHandle.registerTimer)
-      if (spec.emitUpdates) {
-        val after = open.map(s => (s.first, s.last)).toSet
-        before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out += retractionRow(keyRow, first, last) }
-        open.filter(s => touched.contains(s.first)).foreach(s => out += windowRow(keyRow, s.first, s.last, s.partial))
-      }
+    if (touched.nonEmpty && spec.emitUpdates) {
+      val after = open.map(s => (s.first, s.last)).toSet
+      before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out += retractionRow(keyRow, first, last) }
+      open.filter(s => touched.contains(s.first)).foreach(s => out += windowRow(keyRow, s.first, s.last, s.partial))
     }
+    // unchanged sessions keep their bytes as read
+    save(state, open, changed = touched.nonEmpty || open.length != state.open.length)
     out.iterator
   }
 
-  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
+  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
-    val out = mutable.ArrayBuffer.empty[Row]
-    val open = closeFinal(internalKey(key), load(), watermark, out)
+    val out = mutable.ArrayBuffer.empty[Array[Byte]]
+    val state = load()
+    state.timerMs = None // the fired timer is gone
+    val open = closeFinal(internalKey(key), state, watermark, out)
     // With a fixed gap, a key with no open session keeps closedReach only while a record within it could be on time.
-    if (open.isEmpty && closedReach.exists() && fixedGap.exists(g => saturatingAdd(closedReach.get(), g) < watermark)) {
-      closedReach.clear()
+    if (open.isEmpty && fixedGap.exists(g => state.closedReach.exists(saturatingAdd(_, g) < watermark))) {
+      state.closedReach = None
     }
+    save(state, open, changed = open.length != state.open.length)
     out.iterator
   }
 
-  /** Emits (final mode) and drops the sessions the watermark has passed; returns the others. */
-  private def closeFinal(keyRow: InternalRow, open: Vector[OpenSession[InternalRow]], watermark: Long,
-      out: mutable.ArrayBuffer[Row]): Vector[OpenSession[InternalRow]] = {
-    val (done, remaining) = open.partition(merging.isFinal(_, watermark))
+  /** Emits (final mode) the sessions the watermark has passed, and returns the others. */
+  private def closeFinal(keyRow: InternalRow, state: KeySessions, watermark: Long,
+      out: mutable.ArrayBuffer[Array[Byte]]): Vector[OpenSession[InternalRow]] = {
+    val (done, remaining) = state.open.partition(merging.isFinal(_, watermark))
     done.foreach { s =>
       if (!spec.emitUpdates) out += windowRow(keyRow, s.first, s.last, s.partial)
-      sessions.removeKey(s.first)
-      if (!closedReach.exists() || closedReach.get() < s.reach) closedReach.update(s.reach)
-    }
-    if (done.nonEmpty && remaining.isEmpty) {
-      // wake up once closedReach no longer matters, to drop it
-      fixedGap.foreach(g => getHandle.registerTimer(expiryMs(saturatingAdd(closedReach.get(), g))))
+      if (state.closedReach.forall(_ < s.reach)) state.closedReach = Some(s.reach)
     }
     remaining
   }
@@ -139,25 +133,75 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     case _ => None
   }
 
-  private def load(): Vector[OpenSession[InternalRow]] =
-    sessions.iterator().map { case (first, bytes) =>
-      val buffer = ByteBuffer.wrap(bytes)
-      val last = buffer.getLong
-      val reach = buffer.getLong
-      OpenSession(first, last, reach, aggregates.fromBytes(java.util.Arrays.copyOfRange(bytes, 16, bytes.length)))
-    }.toVector.sortBy(_.first)
+  private def load(): KeySessions =
+    if (sessionState.exists()) KeySessions.decode(sessionState.get(), aggregates) else new KeySessions(Vector.empty, None, None)
 
-  private def save(open: Vector[OpenSession[InternalRow]]): Unit = {
-    val keep = open.map(_.first).toSet
-    sessions.keys().filterNot(keep.contains).toList.foreach(sessions.removeKey)
-    open.foreach { s =>
-      val partial = aggregates.toBytes(s.partial)
-      sessions.updateValue(s.first, ByteBuffer.allocate(16 + partial.length).putLong(s.last).putLong(s.reach).put(partial).array())
+  /**
+   * Writes the key's sessions (when they or closedReach changed) and keeps its one timer at the
+   * earliest reach of its open sessions, or with none, where closedReach can be dropped.
+   */
+  private def save(state: KeySessions, open: Vector[OpenSession[InternalRow]], changed: Boolean): Unit = {
+    val wanted =
+      if (open.nonEmpty) Some(open.map(s => expiryMs(s.reach)).min)
+      else fixedGap.flatMap(g => state.closedReach.map(r => expiryMs(saturatingAdd(r, g))))
+    val timerChanged = wanted != state.timerMs
+    if (timerChanged) {
+      state.timerMs.foreach(getHandle.deleteTimer)
+      wanted.foreach(getHandle.registerTimer)
+      state.timerMs = wanted
+    }
+    if (open.isEmpty && state.closedReach.isEmpty) sessionState.clear()
+    else if (changed || timerChanged || state.closedReachChanged) {
+      sessionState.update(state.encode(open, aggregates))
     }
   }
 }
 
 object SessionWindowProcessor {
-  /** Per key: open sessions by start, the reach of closed ones, the timer (as in 0.1.0). */
-  val Layout: StateLayout = StateLayout("sessions", 1)
+  /**
+   * Per key: one entry holding its open sessions, the reach of closed ones and its timer. Version 1
+   * (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a timer per
+   * session reach.
+   */
+  val Layout: StateLayout = StateLayout("sessions", 2)
+
+  private val NoValue = Long.MinValue
+
+  /** A key's sessions state as read; `closedReach` and `timerMs` are updated in place before it is written back. */
+  final class KeySessions(val open: Vector[OpenSession[InternalRow]], initialClosedReach: Option[Long], var timerMs: Option[Long]) {
+    private var reach = initialClosedReach
+    def closedReach: Option[Long] = reach
+    def closedReach_=(value: Option[Long]): Unit = reach = value
+    def closedReachChanged: Boolean = reach != initialClosedReach
+
+    def encode(sessions: Vector[OpenSession[InternalRow]], aggregates: SparkAggregates): Array[Byte] = {
+      val partials = sessions.map(s => aggregates.toBytes(s.partial))
+      val out = ByteBuffer.allocate(8 + 8 + 8 + 4 + sessions.length * 28 + partials.map(_.length).sum)
+      out.putLong(if (reach.isDefined) 1L else 0L).putLong(reach.getOrElse(NoValue)).putLong(timerMs.getOrElse(NoValue))
+      out.putInt(sessions.length)
+      sessions.zip(partials).foreach { case (s, bytes) =>
+        out.putLong(s.first).putLong(s.last).putLong(s.reach).putInt(bytes.length).put(bytes)
+      }
+      out.array()
+    }
+  }
+
+  object KeySessions {
+    def decode(bytes: Array[Byte], aggregates: SparkAggregates): KeySessions = {
+      val in = ByteBuffer.wrap(bytes)
+      val hasReach = in.getLong() == 1L
+      val reach = in.getLong()
+      val timer = in.getLong()
+      val open = Vector.fill(in.getInt()) {
+        val first = in.getLong()
+        val last = in.getLong()
+        val sessionReach = in.getLong()
+        val length = in.getInt()
+        val partial = aggregates.fromBytes(java.util.Arrays.copyOfRange(bytes, in.position(), in.position() + length))
+        in.position(in.position() + length)
+        OpenSession(first, last, sessionReach, partial)
+      }
+      new KeySessions(open, if (hasReach) Some(reach) else None, if (timer == NoValue) None else Some(timer))
+    }
+  }
 }

@@ -4,6 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 
 import windowagg.core.PartialAggregation
 
@@ -170,6 +171,7 @@ final class SparkAggregates(
   }
 
   private lazy val toUnsafe = UnsafeProjection.create(bufferTypes.toArray)
+  private val stored = new UnsafeRow(bufferTypes.length) // points at the bytes being decoded
 
   /** A compact, self-contained encoding of `buffer` (typed buffers serialized by their aggregate), owned by the caller. */
   def toBytes(buffer: InternalRow): Array[Byte] = {
@@ -188,9 +190,14 @@ final class SparkAggregates(
   }
 
   /** A buffer decoded from `toBytes`, owned by the caller. */
-  def fromBytes(bytes: Array[Byte]): InternalRow = {
-    val stored = new UnsafeRow(bufferTypes.length)
-    stored.pointTo(bytes, bytes.length)
+  def fromBytes(bytes: Array[Byte]): InternalRow = fromBytes(bytes, 0, bytes.length)
+
+  /**
+   * A buffer decoded from `toBytes` output kept at `at` in `bytes`, owned by the caller; variable-length
+   * fields may point into `bytes`, which must not change afterwards.
+   */
+  def fromBytes(bytes: Array[Byte], at: Int, length: Int): InternalRow = {
+    stored.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET + at, length)
     val buffer = new SpecificInternalRow(bufferTypes)
     var i = 0
     while (i < bufferTypes.length) {

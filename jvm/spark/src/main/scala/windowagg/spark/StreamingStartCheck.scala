@@ -93,21 +93,11 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
     val recorded = if (fs.exists(file)) Some(read(fs, file)) else None
     recorded match {
       case Some(old) if hasRun =>
-        val problems = differences(old, records)
-        if (problems.nonEmpty) {
-          throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH,
-            s"the checkpoint $root holds windowed-aggregation state built by a different query " +
-              s"(${problems.mkString("; ")}); restarting would mix the two. Restore the query the checkpoint " +
-              "was written by, or start this one from a new checkpoint location")
-        }
+        refuseDifferences(root, old, records, "")
       case Some(old) if old == records =>
       case None if hasRun =>
         // written before records were kept (0.1.0): its state is each layout's first version
-        val legacy = records.map(r => r.copy(version = FirstVersion))
-        val problems = differences(legacy, records)
-        if (problems.nonEmpty) {
-          throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH, s"the checkpoint $root was written by windowagg 0.1.0: ${problems.mkString("; ")}")
-        }
+        refuseDifferences(root, records.map(r => r.copy(version = FirstVersion)), records, " by windowagg 0.1.0")
         write(fs, file, records)
       case _ => write(fs, file, records)
     }
@@ -115,6 +105,24 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
 }
 
 object StreamingStartCheck {
+  private def refuseDifferences(root: String, old: Seq[StateRecord], now: Seq[StateRecord], writtenBy: String): Unit = {
+    val problems = differences(old, now)
+    if (problems.nonEmpty) {
+      val sameQuery = differences(old.map(_.copy(version = 0)), now.map(_.copy(version = 0))).isEmpty
+      val message =
+        if (sameQuery) {
+          s"the checkpoint $root holds windowed-aggregation state written$writtenBy in a layout this release cannot read " +
+            s"(${problems.mkString("; ")}). Let the query close its open windows with the release that wrote the " +
+            "checkpoint, or start it from a new checkpoint location (its open windows then start empty)"
+        } else {
+          s"the checkpoint $root holds windowed-aggregation state built$writtenBy by a different query " +
+            s"(${problems.mkString("; ")}); restarting would mix the two. Restore the query the checkpoint " +
+            "was written by, or start this one from a new checkpoint location"
+        }
+      throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH, message)
+    }
+  }
+
   val CheckpointLocationConf = "spark.sql.streaming.checkpointLocation"
   val Directory = "windowagg"
   val FileName = "state.json"

@@ -105,8 +105,13 @@ object StreamingWindowPlanner {
       case _ => new WindowProcessor(spec)
     }
     val timeMode = if (options.processingTime) TimeMode.ProcessingTime() else TimeMode.EventTime()
-    val processed = grouped.transformWithState(processor, timeMode, outputMode)(
-      Encoders.row(spec.outputSchema))
+    // the processor emits its rows in binary form (no conversion through Row per output row); they are read back in place
+    val emitted = grouped.transformWithState(processor, timeMode, outputMode)(Encoders.BINARY).queryExecution.analyzed
+    val row = Alias(UnpackedRow(emitted.output.head, spec.outputSchema), "row")()
+    val columns = spec.outputSchema.fields.zipWithIndex.map { case (f, i) =>
+      Alias(GetStructField(row.toAttribute, i, Some(f.name)), f.name)()
+    }
+    val processed = SparkInternals.dataFrame(session, Project(columns.toSeq, Project(Seq(row), emitted)))
     val kind = col(StreamingWindowSpec.Kind)
     val reason = col(StreamingWindowSpec.LateReason)
     val observed = processed.observe(MetricsName,

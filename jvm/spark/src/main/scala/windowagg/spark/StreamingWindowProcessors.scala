@@ -6,15 +6,16 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.encoders.{encoderFor, ExpressionEncoder}
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
 import windowagg.ResolvedWindows
-import windowagg.core.{Reaching, WindowFinality}
+import windowagg.core.WindowFinality
 
 /** What a streaming windowed aggregation computes; shipped to the executors with the processor. */
 final case class StreamingWindowSpec(
@@ -32,7 +33,8 @@ final case class StreamingWindowSpec(
     tieOrder: Seq[Expression] = Nil,
     processingTime: Boolean = false,
     views: Seq[WindowView.View] = Nil,
-    description: Seq[(String, String)] = Nil) {
+    description: Seq[(String, String)] = Nil,
+    queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
   /** Whether some aggregate is over Storm's new or expired rows. */
   def withViews: Boolean = views.exists(_ != WindowView.All)
@@ -43,7 +45,7 @@ final case class StreamingWindowSpec(
   def packedSchema: StructType =
     StructType(keySchema.fields :+ StructField(StreamingWindowSpec.PackedValues, BinaryType, nullable = false))
 
-  /** Rows out of the processor: windows (kind 0), late rows (kind 1) and retractions (kind 2). */
+  /** Rows out of the processor (in binary form): windows (kind 0), late rows (kind 1) and retractions (kind 2). */
   def outputSchema: StructType = StructType(
     StructField(StreamingWindowSpec.Kind, IntegerType, nullable = false) +:
       keySchema.fields.toSeq ++:
@@ -83,17 +85,46 @@ object StreamingWindowSpec {
 }
 
 /**
+ * What a task builds from a spec before it can process rows: the aggregates' projections and the
+ * encoders, whose building generates and compiles code. An executor keeps them per query and
+ * partition, and each task borrows them for its lifetime instead of building them again every
+ * micro-batch.
+ */
+private[spark] final class TaskTools(spec: StreamingWindowSpec, val partition: Int) {
+  val key: (String, Int) = (spec.queryPlanId, partition)
+  val aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
+  val keyToInternal: ExpressionEncoder.Serializer[Row] = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
+  /** Output rows in binary form ([[UnpackedRow]] reads them back after the processor). */
+  val toOutput: UnsafeProjection = UnsafeProjection.create(spec.outputSchema)
+}
+
+private[spark] object TaskTools {
+  /** Queries × partitions kept per executor; past that the idle tools of ended queries are let go. */
+  private val MaxKept = 1024
+  private val idle = new java.util.concurrent.ConcurrentHashMap[(String, Int), java.util.concurrent.ConcurrentLinkedQueue[TaskTools]]()
+
+  def borrow(spec: StreamingWindowSpec, partition: Int): TaskTools =
+    Option(idle.get((spec.queryPlanId, partition))).flatMap(q => Option(q.poll())).getOrElse(new TaskTools(spec, partition))
+
+  def giveBack(tools: TaskTools): Unit = {
+    if (idle.size >= MaxKept && !idle.containsKey(tools.key)) idle.clear()
+    idle.computeIfAbsent(tools.key, _ => new java.util.concurrent.ConcurrentLinkedQueue[TaskTools]()).offer(tools)
+  }
+}
+
+/**
  * What the streaming processors share: encoders between Rows and Spark's internal rows, the
  * aggregate adapter, the watermark in ticks, and the rows they emit (windows, late rows,
  * retractions), all in [[StreamingWindowSpec.outputSchema]].
  */
-abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Row] {
+abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
   import StreamingWindowSpec._
 
+  @transient private var tools: TaskTools = _
   @transient protected var aggregates: SparkAggregates = _
   @transient private var keyToInternal: ExpressionEncoder.Serializer[Row] = _
   @transient private var value: UnsafeRow = _
-  @transient private var outputToRow: ExpressionEncoder.Deserializer[Row] = _
+  @transient private var toOutput: UnsafeProjection = _
   @transient protected var readTime: InternalRow => Long = _
 
   protected def initState(handle: StatefulProcessorHandle): Unit
@@ -108,12 +139,18 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
 
   override final def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
-    aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
-    keyToInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
+    tools = TaskTools.borrow(spec, partition)
+    aggregates = tools.aggregates
+    keyToInternal = tools.keyToInternal
+    toOutput = tools.toOutput
     value = new UnsafeRow(spec.valueAttributes.length)
-    outputToRow = encoderFor(Encoders.row(spec.outputSchema)).resolveAndBind().createDeserializer()
     readTime = spec.timeColumn.reader(spec.timeOrdinal)
     initState(getHandle)
+  }
+
+  override def close(): Unit = if (tools != null) {
+    TaskTools.giveBack(tools)
+    tools = null
   }
 
   protected def internalKey(key: Row): InternalRow = keyToInternal(key).copy()
@@ -149,26 +186,26 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     }
   }
 
-  protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Row =
+  protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Array[Byte] =
     emitted(WindowKind, keyRow, start, end, Some(buffer), None)
 
   /** A window whose aggregates are over its rows, or (Storm's view) its new or its expired rows. */
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow, newRows: InternalRow,
-      expiredRows: InternalRow): Row =
+      expiredRows: InternalRow): Array[Byte] =
     emitted(WindowKind, keyRow, start, end, Some(buffer), None, Map(WindowView.New -> newRows, WindowView.Expired -> expiredRows))
 
-  protected def retractionRow(keyRow: InternalRow, start: Long, end: Long): Row =
+  protected def retractionRow(keyRow: InternalRow, start: Long, end: Long): Array[Byte] =
     emitted(RetractionKind, keyRow, start, end, None, None)
 
-  protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Row =
+  protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Array[Byte] =
     emitted(LateKind, keyRow, 0L, 0L, None, Some((reason, value)))
 
   /** A row in no window whose values are no longer kept (kinds cut at rows keep partials): reason only. */
-  protected def unwindowedRow(keyRow: InternalRow): Row =
+  protected def unwindowedRow(keyRow: InternalRow): Array[Byte] =
     emitted(LateKind, keyRow, 0L, 0L, None, Some((ReasonNoWindow, null)))
 
   private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: Option[InternalRow],
-      late: Option[(String, InternalRow)], viewBuffers: Map[WindowView.View, InternalRow] = Map.empty): Row = {
+      late: Option[(String, InternalRow)], viewBuffers: Map[WindowView.View, InternalRow] = Map.empty): Array[Byte] = {
     val keys = spec.keySchema.length
     val n = spec.functions.length
     val row = new GenericInternalRow(spec.lateRowOrdinal + 1)
@@ -202,47 +239,54 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
         row.setNullAt(spec.lateReasonOrdinal)
         row.setNullAt(spec.lateRowOrdinal)
     }
-    outputToRow(row)
+    val packed = toOutput(row)
+    val bytes = new Array[Byte](packed.getSizeInBytes)
+    packed.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
+    bytes
   }
 }
 
 /**
  * The windows of one key in Structured Streaming (transformWithState, event time), for every kind
- * swept from per-time partials (sliding, tumbling, hopping, cumulative, user-defined).
+ * swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar, unlimited,
+ * user-defined).
  *
- * State per key: one partial aggregate per partial time (a distinct time, or the kind's slice;
- * Spark aggregation buffers, serialized), the point `finalBefore` below which every window is
- * final, and one event-time timer at the last tick of the next window to become final. Windows
- * come from the kind's cursor over the partials, as in batch; partials no open window can need
- * are dropped, so state stays within the kind's largest span + grace.
+ * State per key, two entries in steady state: [[PartialBlocks]] (one partial aggregate per partial
+ * time, a distinct time or the kind's slice, in blocks of partials kept as UnsafeRow bytes), and the
+ * key's [[WindowProcessor.Progress]]: the point `finalBefore` below which every window is final, the
+ * one event-time timer (at the last tick of the next window to become final) and the blocks' keys.
+ * Windows come from the kind's cursor over the partials, as in batch; blocks no open window can
+ * need are dropped, so state stays within the kind's largest span + grace. A micro-batch reads a
+ * key's blocks only when one of its windows has become final (or to emit updates), and otherwise
+ * only the blocks its new rows fall in.
  */
 final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
+  import WindowProcessor.Progress
 
-  @transient private var partials: MapState[Long, Array[Byte]] = _
-  @transient private var finalBefore: ValueState[Long] = _
-  @transient private var timer: ValueState[Long] = _
+  @transient private var blockState: MapState[Long, Array[Byte]] = _
+  @transient private var progressState: ValueState[Array[Byte]] = _
   @transient private var finality: WindowFinality = _
 
   override protected def stateLayout: StateLayout = WindowProcessor.Layout
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
-    partials = handle.getMapState[Long, Array[Byte]]("partials", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
-    finalBefore = handle.getValueState[Long]("finalBefore", Encoders.scalaLong, TTLConfig.NONE)
-    timer = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
+    blockState = handle.getMapState[Long, Array[Byte]]("blocks", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
+    progressState = handle.getValueState[Array[Byte]]("progress", Encoders.BINARY, TTLConfig.NONE)
     finality = new WindowFinality(spec.windows)
   }
 
-  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Row] = {
+  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
     val keyRow = internalKey(key)
-    val out = mutable.ArrayBuffer.empty[Row]
+    val out = mutable.ArrayBuffer.empty[Array[Byte]]
+    val progress = readProgress()
+    val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
     // Windows that became final before these rows arrived are closed first: rows behind the
-    // watermark may only change windows that are still open. The key's partials are read once.
-    val stored = mutable.HashMap.empty[Long, Array[Byte]] ++= partials.iterator()
-    var nextEnd = finalizeUpTo(keyRow, watermark, stored, out)
+    // watermark may only change windows that are still open.
+    var nextEnd = finalizeUpTo(keyRow, watermark, progress, blocks, out)
 
-    val fresh = mutable.HashMap.empty[Long, InternalRow]
+    val fresh = mutable.LongMap.empty[InternalRow]
     inputRows.foreach { row =>
       val value = internalValue(row)
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
@@ -255,73 +299,109 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
       }
     }
     if (fresh.nonEmpty) {
-      fresh.foreach { case (t, batch) =>
-        val merged = stored.get(t).map(bytes => aggregates.mergeInto(aggregates.fromBytes(bytes), batch)).getOrElse(batch)
-        val bytes = aggregates.toBytes(merged)
-        partials.updateValue(t, bytes)
-        stored.update(t, bytes)
-        // every window holding or created by t ends at or after t, and an open one at or after the watermark;
-        // a timer fired early finds the real next end
-        nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(t, watermark)))
-      }
+      val times = fresh.keys.toArray
+      java.util.Arrays.sort(times)
+      blocks.add(times, times.map(fresh))
+      // every window holding or created by a new time ends at or after it, and an open one at or
+      // after the watermark; a timer fired early finds the real next end
+      nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(times(0), watermark)))
       if (spec.emitUpdates) {
-        val times = fresh.keys.toArray.sorted
-        finality.windowsChangedBy(sorted(stored, Long.MinValue), aggregates, watermark, times) { (s, e, p) =>
+        finality.windowsChangedBy(blocks.from(finality.oldestNeeded(progress.finalBefore)), aggregates, watermark, times) { (s, e, p) =>
           out += windowRow(keyRow, s, e, p)
         }
       }
     }
-    scheduleTimer(nextEnd)
-    dropIfEmpty(stored)
+    save(progress, blocks, nextEnd)
     out.iterator
   }
 
-  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Row] = {
-    timer.clear() // the fired timer is gone
-    val out = mutable.ArrayBuffer.empty[Row]
-    val stored = mutable.HashMap.empty[Long, Array[Byte]] ++= partials.iterator()
-    scheduleTimer(finalizeUpTo(internalKey(key), watermarkTicks(timerValues), stored, out))
-    dropIfEmpty(stored)
+  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
+    val progress = readProgress()
+    val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+    val out = mutable.ArrayBuffer.empty[Array[Byte]]
+    val nextEnd = finalizeUpTo(internalKey(key), watermarkTicks(timerValues), progress, blocks, out)
+    progress.timerMs = Progress.NoTimer // the fired timer is gone
+    save(progress, blocks, nextEnd)
     out.iterator
   }
 
   /**
-   * Emits (in final mode) the windows ending in [finalBefore, watermark), drops partials no open
-   * window needs (from the state and from `stored`, the key's partials as read), and returns the
-   * end of the next window to become final.
+   * Emits (in final mode) the windows ending in [finalBefore, watermark), drops blocks no open
+   * window needs, and returns the end of the next window to become final. The key's timer says
+   * when that is, so the blocks are read only if a window is due.
    */
-  private def finalizeUpTo(keyRow: InternalRow, watermark: Long, stored: mutable.HashMap[Long, Array[Byte]],
-      out: mutable.ArrayBuffer[Row]): Option[Long] = {
-    val from = if (finalBefore.exists()) finalBefore.get() else Long.MinValue
-    if (watermark <= from) return if (timer.exists()) Some(timerEnd(timer.get())) else None
-    val keep = finality.oldestNeeded(watermark)
-    val next = finality.windowsEndingIn(sorted(stored, finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
+  private def finalizeUpTo(keyRow: InternalRow, watermark: Long, progress: Progress, blocks: PartialBlocks,
+      out: mutable.ArrayBuffer[Array[Byte]]): Option[Long] = {
+    val from = progress.finalBefore
+    val pending = progress.timer.map(timerEnd)
+    if (watermark <= from) return pending
+    // the timer is at or before the next window's last tick: until the watermark passes it, no window is due
+    if (pending.forall(_ >= watermark)) {
+      progress.finalBefore = watermark
+      return pending
+    }
+    val next = finality.windowsEndingIn(blocks.from(finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
       if (!spec.emitUpdates) out += windowRow(keyRow, s, e, p)
     }
-    stored.keys.filter(_ < keep).toList.foreach { t =>
-      partials.removeKey(t)
-      stored.remove(t)
-    }
-    finalBefore.update(watermark)
-    next
+    progress.finalBefore = watermark
+    // With no window left to close, the partials wait only for rows that could still join them:
+    // none once the latest one is late, so the key's state goes (its timer is set for then).
+    val wakeUp = next.orElse(blocks.lastTime.map(spec.windows.closesAt).filter(_ >= watermark))
+    if (wakeUp.isEmpty) blocks.clear() else blocks.dropBefore(finality.oldestNeeded(watermark))
+    wakeUp
   }
 
-  /** A key with no partials left keeps no state: its next rows start from the watermark they meet. */
-  private def dropIfEmpty(stored: mutable.HashMap[Long, Array[Byte]]): Unit =
-    if (stored.isEmpty) {
-      finalBefore.clear()
-      scheduleTimer(None)
+  /**
+   * Writes the changed blocks and the key's progress with its one timer at the expiry of `nextEnd`.
+   * A key with no partials left keeps no state: its next rows start from the watermark they meet.
+   */
+  private def save(progress: Progress, blocks: PartialBlocks, nextEnd: Option[Long]): Unit = {
+    blocks.flush()
+    val wanted = if (blocks.isEmpty) None else nextEnd.map(expiryMs)
+    if (wanted != progress.timer) {
+      progress.timer.foreach(getHandle.deleteTimer)
+      wanted.foreach(getHandle.registerTimer)
+      progress.timerMs = wanted.getOrElse(Progress.NoTimer)
     }
+    if (blocks.isEmpty) progressState.clear()
+    else {
+      progress.blockStarts = blocks.blockStarts
+      progressState.update(progress.encode)
+    }
+  }
 
-  /** The partials from `from` on, in time order, decoded only as the sweep reaches them. */
-  private def sorted(stored: mutable.HashMap[Long, Array[Byte]], from: Long): Iterator[Reaching[InternalRow]] =
-    stored.iterator.filter(_._1 >= from).toArray.sortBy(_._1).iterator
-      .map { case (t, bytes) => Reaching(t, t, aggregates.fromBytes(bytes)) }
-
-  private def scheduleTimer(nextEnd: Option[Long]): Unit = scheduleTimer(timer, nextEnd)
+  private def readProgress(): Progress =
+    if (progressState.exists()) Progress.decode(progressState.get()) else new Progress(Long.MinValue, Progress.NoTimer, Array.emptyLongArray)
 }
 
 object WindowProcessor {
-  /** Per key: partials by partial time, `finalBefore`, the timer (as in 0.1.0's sliding windows). */
-  val Layout: StateLayout = StateLayout("partials by time", 1)
+  /**
+   * Per key: partials in blocks by their first time (UnsafeRow bytes), and the key's progress (the
+   * point below which windows are final, its timer, the blocks' keys). Version 1 (0.1.0, 0.2.0)
+   * kept one state entry per partial time and separate `finalBefore` and timer entries.
+   */
+  val Layout: StateLayout = StateLayout("partials by time", 2)
+
+  /** A key's progress, kept as one state entry read and written once per micro-batch. */
+  final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long]) {
+    def timer: Option[Long] = if (timerMs == Progress.NoTimer) None else Some(timerMs)
+
+    def encode: Array[Byte] = {
+      val out = java.nio.ByteBuffer.allocate(16 + 8 * blockStarts.length)
+      out.putLong(finalBefore).putLong(timerMs)
+      blockStarts.foreach(out.putLong)
+      out.array()
+    }
+  }
+
+  object Progress {
+    val NoTimer: Long = Long.MinValue
+
+    def decode(bytes: Array[Byte]): Progress = {
+      val in = java.nio.ByteBuffer.wrap(bytes)
+      val finalBefore = in.getLong()
+      val timerMs = in.getLong()
+      new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()))
+    }
+  }
 }

@@ -112,6 +112,22 @@ case class PackedRow(children: Seq[Expression]) extends Expression with CodegenF
 }
 
 /**
+ * A row packed in binary form (an UnsafeRow's bytes, as [[PackedRow]] or a streaming processor
+ * writes them) read back as a struct of `schema`, in place.
+ */
+case class UnpackedRow(child: Expression, schema: StructType) extends UnaryExpression with CodegenFallback {
+  override def nullable: Boolean = child.nullable
+  override def dataType: DataType = schema
+  override protected def nullSafeEval(input: Any): Any = {
+    val bytes = input.asInstanceOf[Array[Byte]]
+    val row = new UnsafeRow(schema.length)
+    row.pointTo(bytes, bytes.length)
+    row
+  }
+  override protected def withNewChildInternal(newChild: Expression): UnpackedRow = copy(child = newChild)
+}
+
+/**
  * Storm's window view around aggregates (`TupleWindow.getNew()` and `getExpired()`):
  * `new_rows(e)` is `e` with every aggregate in it over the rows of a window that were not in the
  * key's previous window, `expired_rows(e)` over the previous window's rows that are not in it.

@@ -112,10 +112,11 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     val file = checkpoint.resolve("windowagg").resolve("state.json")
     val record = Files.readString(file)
     Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
-    Files.writeString(file, record.replace("\"version\" : 1", "\"version\" : 7"))
+    Files.writeString(file, record.replace("\"version\" : 2", "\"version\" : 7"))
     val version = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds")), "append", Some(checkpoint)))
     assert(version.contains("its 'sessions' state is version 7"), version)
-    assert(version.contains("reads version 1 only"), version)
+    assert(version.contains("reads version 2 only"), version)
+    assert(version.contains("in a layout this release cannot read"), version)
 
     Files.writeString(file, record.replace("\"format\" : 1", "\"format\" : 9"))
     val format = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds")), "append", Some(checkpoint)))
@@ -126,13 +127,22 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     assert(broken.contains("cannot read windowagg's state record"), broken)
   }
 
-  test("a checkpoint written before records were kept restarts, and gets the query's record") {
+  test("a checkpoint written before records were kept (0.1.0) holds first versions: rows restart, partials by time fail") {
+    val counts = CountWindows.of(10)
     val checkpoint = Files.createTempDirectory("windowagg-legacy")
     val input = newInput()
-    runOnce(windowed(input, SlidingWindows.of("10 seconds")), input, checkpoint)
+    runOnce(windowed(input, counts), input, checkpoint)
     Files.delete(checkpoint.resolve("windowagg").resolve("state.json"))
-    start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(checkpoint)).stop()
+    start(windowed(newInput(), counts), "append", Some(checkpoint)).stop()
     assert(Files.exists(checkpoint.resolve("windowagg").resolve("state.json")))
+
+    val sliding = Files.createTempDirectory("windowagg-legacy-sliding")
+    val slidingInput = newInput()
+    runOnce(windowed(slidingInput, SlidingWindows.of("10 seconds")), slidingInput, sliding)
+    Files.delete(sliding.resolve("windowagg").resolve("state.json"))
+    val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(sliding)))
+    assert(message.contains("its 'partials by time' state is version 1"), message)
+    assert(message.contains("reads version 2 only"), message)
   }
 
   test("differences are said per aggregation when a query has several") {

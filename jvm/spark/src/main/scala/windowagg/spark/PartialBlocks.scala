@@ -1,0 +1,227 @@
+package windowagg.spark
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.streaming.MapState
+
+import windowagg.core.Reaching
+
+/**
+ * A run of one key's partials in time order, as one state entry: each partial's time and its
+ * aggregation buffer in Spark's binary row form (the bytes of an UnsafeRow, 8-byte aligned in the
+ * entry so they are read in place).
+ *
+ * Layout: the entry count (long), the times (n longs), the buffer lengths (n ints, padded to 8
+ * bytes), then the buffers one after another.
+ */
+private[spark] final class PartialBlock private (
+    val times: Array[Long],
+    private val bytes: Array[Byte],
+    private val offsets: Array[Int],
+    private val lengths: Array[Int]) {
+
+  def size: Int = times.length
+  def first: Long = times(0)
+  def last: Long = times(times.length - 1)
+
+  def partial(i: Int, aggregates: SparkAggregates): InternalRow = aggregates.fromBytes(bytes, offsets(i), lengths(i))
+}
+
+private[spark] object PartialBlock {
+  private def headerSize(n: Int): Int = {
+    val unpadded = 8 + 8 * n + 4 * n
+    (unpadded + 7) & ~7
+  }
+
+  def decode(encoded: Array[Byte]): PartialBlock = {
+    val in = ByteBuffer.wrap(encoded)
+    val n = in.getLong().toInt
+    val times = Array.fill(n)(in.getLong())
+    val lengths = Array.fill(n)(in.getInt())
+    val offsets = new Array[Int](n)
+    var at = headerSize(n)
+    var i = 0
+    while (i < n) { offsets(i) = at; at += lengths(i); i += 1 }
+    new PartialBlock(times, encoded, offsets, lengths)
+  }
+
+  /**
+   * Entries being gathered into blocks: each an existing block's entry (copied as bytes, never
+   * decoded) or a new buffer's bytes.
+   */
+  final class Builder {
+    private val times = mutable.ArrayBuilder.make[Long]
+    private val sources = mutable.ArrayBuffer.empty[Array[Byte]]
+    private val offsets = mutable.ArrayBuilder.make[Int]
+    private val lengths = mutable.ArrayBuilder.make[Int]
+    private var count = 0
+
+    def size: Int = count
+
+    def add(block: PartialBlock, i: Int): Unit = add(block.times(i), block.bytes, block.offsets(i), block.lengths(i))
+
+    def add(time: Long, buffer: Array[Byte]): Unit = add(time, buffer, 0, buffer.length)
+
+    private def add(time: Long, source: Array[Byte], offset: Int, length: Int): Unit = {
+      times += time; sources += source; offsets += offset; lengths += length
+      count += 1
+    }
+
+    /** The entries in blocks of at most `maxEntries`, each with its encoding. */
+    def result(maxEntries: Int): Seq[(PartialBlock, Array[Byte])] = {
+      val ts = times.result(); val os = offsets.result(); val ls = lengths.result()
+      val pieces = if (count == 0) 0 else (count + maxEntries - 1) / maxEntries
+      (0 until pieces).map { p =>
+        // split evenly, so a block split for size does not leave a sliver
+        val from = (p.toLong * count / pieces).toInt
+        val until = ((p + 1).toLong * count / pieces).toInt
+        encode(ts, sources, os, ls, from, until)
+      }
+    }
+  }
+
+  private def encode(times: Array[Long], sources: mutable.ArrayBuffer[Array[Byte]], offsets: Array[Int],
+      lengths: Array[Int], from: Int, until: Int): (PartialBlock, Array[Byte]) = {
+    val n = until - from
+    var total = headerSize(n)
+    var i = from
+    while (i < until) { total += lengths(i); i += 1 }
+    val out = ByteBuffer.allocate(total)
+    out.putLong(n.toLong)
+    i = from
+    while (i < until) { out.putLong(times(i)); i += 1 }
+    i = from
+    while (i < until) { out.putInt(lengths(i)); i += 1 }
+    out.position(headerSize(n))
+    i = from
+    while (i < until) { out.put(sources(i), offsets(i), lengths(i)); i += 1 }
+    val encoded = out.array()
+    (decode(encoded), encoded)
+  }
+}
+
+/**
+ * One key's partials in streaming state, for the kinds swept from per-time partials: blocks of up
+ * to [[PartialBlocks.MaxEntries]] partials in a map keyed by each block's first time, and the
+ * sorted block keys (`starts`, kept by the caller with the key's other progress). A micro-batch
+ * reads only the blocks it sweeps or adds to, and writes only the blocks it changed: a few state
+ * entries per key instead of one per partial.
+ *
+ * Blocks are disjoint and ordered: block i holds times in [starts(i), starts(i + 1)).
+ */
+private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], initialStarts: Array[Long],
+    aggregates: SparkAggregates) {
+  import PartialBlocks.MaxEntries
+
+  private var starts: Array[Long] = initialStarts
+  private val loaded = mutable.LongMap.empty[PartialBlock]
+  private val written = mutable.LongMap.empty[Array[Byte]]
+  private val removed = mutable.Set.empty[Long]
+
+  def isEmpty: Boolean = starts.isEmpty
+
+  /** The latest partial time kept (reads the last block). */
+  def lastTime: Option[Long] = starts.lastOption.map(block(_).last)
+  def blockStarts: Array[Long] = starts
+
+  private def block(start: Long): PartialBlock =
+    loaded.getOrElseUpdate(start, PartialBlock.decode(state.getValue(start)))
+
+  /** The index of the block holding `time`, or -1 when it is before the first block. */
+  private def blockOf(time: Long): Int = {
+    var lo = 0
+    var hi = starts.length
+    while (lo < hi) { // the number of starts <= time
+      val mid = (lo + hi) >>> 1
+      if (starts(mid) <= time) lo = mid + 1 else hi = mid
+    }
+    lo - 1
+  }
+
+  /** The partials at or after `from` in time order, each decoded (and its block read) only when reached. */
+  def from(from: Long): Iterator[Reaching[InternalRow]] = {
+    val firstBlock = math.max(0, blockOf(from))
+    starts.iterator.drop(firstBlock).flatMap { start =>
+      val b = block(start)
+      Iterator.range(0, b.size).filter(b.times(_) >= from).map(i => Reaching(b.times(i), b.times(i), b.partial(i, aggregates)))
+    }
+  }
+
+  /** Drops the blocks whose every time is before `keep` (known from the next block's start, without reading them). */
+  def dropBefore(keep: Long): Unit = {
+    val fullyOlder = (0 until starts.length - 1).takeWhile(i => starts(i + 1) <= keep)
+    if (fullyOlder.nonEmpty) {
+      fullyOlder.foreach(i => remove(starts(i)))
+      starts = starts.drop(fullyOlder.length)
+    }
+  }
+
+  /** Drops every block. */
+  def clear(): Unit = {
+    starts.foreach(remove)
+    starts = Array.emptyLongArray
+  }
+
+  private def remove(start: Long): Unit = {
+    loaded.remove(start); written.remove(start); removed += start
+  }
+
+  /**
+   * Merges new partials (times strictly increasing) into the blocks: a partial at a kept time is
+   * merged after the kept one (the later records), others are inserted; a block grown past the
+   * limit is split. Reads only the blocks the times fall in.
+   */
+  def add(times: Array[Long], partials: Array[InternalRow]): Unit = {
+    val newStarts = mutable.ArrayBuffer.empty[Long] ++= starts
+    var i = 0
+    while (i < times.length) {
+      // the block the next times fall in (times before the first block join it) and where it ends
+      val index = math.max(blockOf(times(i)), 0)
+      val exists = index < starts.length
+      val until = if (index + 1 < starts.length) Some(starts(index + 1)) else None
+      var j = i
+      while (j < times.length && until.forall(times(j) < _)) j += 1
+      val builder = new PartialBlock.Builder
+      var f = i
+      if (exists) {
+        val old = block(starts(index))
+        var k = 0
+        while (k < old.size || f < j) {
+          if (f >= j || (k < old.size && old.times(k) < times(f))) { builder.add(old, k); k += 1 }
+          else if (k < old.size && old.times(k) == times(f)) {
+            builder.add(times(f), aggregates.toBytes(aggregates.mergeInto(old.partial(k, aggregates), partials(f))))
+            k += 1; f += 1
+          } else { builder.add(times(f), aggregates.toBytes(partials(f))); f += 1 }
+        }
+        newStarts -= starts(index)
+        remove(starts(index))
+      } else {
+        while (f < j) { builder.add(times(f), aggregates.toBytes(partials(f))); f += 1 }
+      }
+      builder.result(MaxEntries).foreach { case (b, encoded) =>
+        removed -= b.first
+        loaded.update(b.first, b)
+        written.update(b.first, encoded)
+        newStarts += b.first
+      }
+      i = j
+    }
+    starts = newStarts.toArray.sorted
+  }
+
+  /** Writes the changed blocks and removes the dropped ones. */
+  def flush(): Unit = {
+    removed.foreach(state.removeKey)
+    written.foreach { case (start, encoded) => state.updateValue(start, encoded) }
+    removed.clear()
+    written.clear()
+  }
+}
+
+private[spark] object PartialBlocks {
+  /** Partials per block: big enough that a key's state is a handful of entries, small enough that adding to one rewrites little. */
+  val MaxEntries = 64
+}

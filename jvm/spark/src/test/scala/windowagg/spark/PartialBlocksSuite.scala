@@ -1,0 +1,116 @@
+package windowagg.spark
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Literal}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{Count, Max, Sum}
+import org.apache.spark.sql.streaming.MapState
+import org.apache.spark.sql.types.LongType
+import org.scalacheck.Gen
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+/**
+ * The streaming processor's blocks of partials against a plain sorted map of the same partials:
+ * whatever the order of additions (before, inside, between and after blocks, at kept times), drops
+ * and restarts from the stored entries, every sweep from any time sees exactly the partials kept,
+ * and no block outgrows its limit.
+ */
+class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+
+  /** MapState kept in memory, standing in for the state store. */
+  private final class MemoryMapState extends MapState[Long, Array[Byte]] {
+    val entries = mutable.TreeMap.empty[Long, Array[Byte]]
+    override def exists(): Boolean = entries.nonEmpty
+    override def getValue(key: Long): Array[Byte] = entries(key)
+    override def containsKey(key: Long): Boolean = entries.contains(key)
+    override def updateValue(key: Long, value: Array[Byte]): Unit = entries.update(key, value)
+    override def iterator(): Iterator[(Long, Array[Byte])] = entries.iterator
+    override def keys(): Iterator[Long] = entries.keysIterator
+    override def values(): Iterator[Array[Byte]] = entries.valuesIterator
+    override def removeKey(key: Long): Unit = entries.remove(key)
+    override def clear(): Unit = entries.clear()
+  }
+
+  private val v = AttributeReference("v", LongType)()
+  private val aggregates = new SparkAggregates(Seq(Sum(v), Count(Seq(v)), Max(v)), Seq.fill(3)(Literal.TrueLiteral), Seq(v), 0)
+
+  private def partialOf(values: Seq[Long]): InternalRow = {
+    val buffer = aggregates.newEmpty()
+    values.foreach(x => aggregates.update(buffer, InternalRow(x)))
+    buffer
+  }
+
+  private def result(p: InternalRow): (Long, Long, Long) = {
+    val r = aggregates.result(p)
+    (r.getLong(0), r.getLong(1), r.getLong(2))
+  }
+
+  private sealed trait Step
+  private final case class Add(times: Seq[(Long, Long)]) extends Step
+  private final case class DropBefore(keep: Long) extends Step
+  private case object Restart extends Step
+
+  private val steps: Gen[List[Step]] = {
+    val time = Gen.frequency(8 -> Gen.choose(-500L, 500L), 1 -> Gen.oneOf(Long.MinValue, Long.MaxValue))
+    val add = Gen.choose(1, 150).flatMap(n => Gen.listOfN(n, Gen.zip(time, Gen.choose(-9L, 9L)))).map(Add(_))
+    Gen.listOf(Gen.frequency(6 -> add, 2 -> Gen.choose(-600L, 600L).map(DropBefore(_)), 2 -> Gen.const(Restart)))
+  }
+
+  test("blocks keep exactly the partials a sorted map keeps, read from any time, after restarts") {
+    forAll(steps) { script =>
+      val state = new MemoryMapState
+      var starts = Array.emptyLongArray
+      var blocks = new PartialBlocks(state, starts, aggregates)
+      val expected = mutable.TreeMap.empty[Long, Seq[Long]]
+      var floor = Long.MinValue // blocks wholly before it may be gone
+      script.foreach {
+        case Add(all) =>
+          // as in the processor: after a drop, rows before it are late and never added
+          val rows = all.filter(_._1 >= floor)
+          val byTime = rows.groupBy(_._1).view.mapValues(_.map(_._2)).toMap
+          val times = byTime.keys.toArray.sorted
+          blocks.add(times, times.map(t => partialOf(byTime(t))))
+          times.foreach(t => expected.update(t, expected.getOrElse(t, Nil) ++ byTime(t)))
+        case DropBefore(keep) =>
+          blocks.dropBefore(keep)
+          floor = math.max(floor, keep)
+        case Restart =>
+          blocks.flush()
+          starts = blocks.blockStarts
+          blocks = new PartialBlocks(state, starts, aggregates)
+      }
+      def summary(xs: Seq[Long]) = (xs.sum, xs.length.toLong, xs.max)
+      for (from <- Seq(Long.MinValue, -300L, 0L, 250L, Long.MaxValue).map(math.max(_, floor))) {
+        val got = blocks.from(from).map(p => p.time -> result(p.partial)).toList
+        val want = expected.iteratorFrom(from).map { case (t, xs) => t -> summary(xs) }.toList
+        assert(got == want, s"from $from")
+      }
+      // before the floor, what is kept is kept whole
+      blocks.from(Long.MinValue).takeWhile(_.time < floor).foreach { p =>
+        assert(expected.get(p.time).map(summary).contains(result(p.partial)))
+      }
+      blocks.flush()
+      assert(state.entries.keys.toArray.sameElements(blocks.blockStarts))
+      state.entries.values.foreach(bytes => assert(PartialBlock.decode(bytes).size <= PartialBlocks.MaxEntries))
+      expected.lastOption.filter(_._1 >= floor).foreach { case (t, _) => assert(blocks.lastTime.contains(t)) }
+    }
+  }
+
+  test("a dropped block is never read again, and clear leaves no entry") {
+    val state = new MemoryMapState
+    val blocks = new PartialBlocks(state, Array.emptyLongArray, aggregates)
+    val times = (0L until 200L).toArray
+    blocks.add(times, times.map(t => partialOf(Seq(t))))
+    blocks.flush()
+    assert(state.entries.size == 4) // 200 partials in blocks of at most 64, split evenly
+    blocks.dropBefore(120L)
+    blocks.flush()
+    assert(blocks.from(Long.MinValue).next().time <= 120L)
+    assert(state.entries.size == 2)
+    blocks.clear()
+    blocks.flush()
+    assert(state.entries.isEmpty && blocks.isEmpty)
+  }
+}
