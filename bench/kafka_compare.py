@@ -700,6 +700,8 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
              "micro-batch, default trigger), no `withWatermark` (the grace on the definition sets the "
              "watermark: the largest time seen minus the grace),")
     L.append("")
+    L.append("  <!-- not run: a sketch of the benchmark's queries, which bench/sliding_streaming.py and "
+             "bench/sessions.py build -->")
     L.append("  ```python")
     L.append(f"  events.groupBy(\"k\", windowagg.window(\"ts\", SlidingWindows.of(\"{wl['size_s']} seconds\")"
              f".grace(\"{int(wl['grace_s'] * 1000)} milliseconds\"), emit=\"final\"))")
@@ -716,6 +718,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     L.append("- **Kafka Streams** (`bench/kafka-streams`, class `windowagg.bench.KafkaWindowBench`): a "
              "`TopologyTestDriver` over")
     L.append("")
+    L.append("  <!-- not run: Java, a sketch of bench/kafka-streams' topology -->")
     L.append("  ```java")
     L.append("  builder.stream(\"events\", Consumed.with(Serdes.String(), Serdes.Double())).groupByKey(...)")
     L.append(f"      .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(ofSeconds({wl['size_s']}), "

@@ -12,3 +12,7 @@ SBT_VERSION=$(sed -n 's/^sbt.version=//p' "$(dirname "${BASH_SOURCE[0]}")/../pro
 GRPCIO_VERSION=1.85.1
 GOOGLEAPIS_COMMON_PROTOS_VERSION=1.76.0
 ZSTANDARD_VERSION=0.25.0
+# The reference manual (dev/docs): Sphinx with autodoc, MyST for the Markdown pages, the Furo theme
+SPHINX_VERSION=9.0.4
+MYST_PARSER_VERSION=5.2.0
+FURO_VERSION=2025.12.19

@@ -1,15 +1,31 @@
 """windowagg: windowed aggregation for Apache Spark, with Kafka Streams-style window definitions.
 
-A thin Python layer over the windowagg Spark extension (a JVM jar shipped in this package)::
+A thin Python layer over the windowagg Spark extension (a JVM jar shipped in this package). Per
+user, the total of every 10-minute sliding window (KIP-450: a window ends at each record and one
+starts just after each record, when it holds records):
 
-    import windowagg
-    from windowagg import SlidingWindows, TimeWindows, window
-    from pyspark.sql import functions as F
-
-    spark = windowagg.session()
-    totals = (events
-              .groupBy("user", window("ts", SlidingWindows.of("10 minutes")))
-              .agg(F.sum("amount").alias("total")))
+>>> import windowagg
+>>> from windowagg import SlidingWindows, window
+>>> from pyspark.sql import functions as F
+>>> spark = windowagg.session()
+>>> events = spark.createDataFrame(
+...     [("ann", "2024-03-01 10:00:00", 5.0), ("ann", "2024-03-01 10:04:00", 7.5),
+...      ("bob", "2024-03-01 10:02:00", 3.0)],
+...     "user STRING, ts STRING, amount DOUBLE",
+... ).withColumn("ts", F.to_timestamp("ts"))
+>>> totals = (events
+...           .groupBy("user", window("ts", SlidingWindows.of("10 minutes")))
+...           .agg(F.sum("amount").alias("total")))
+>>> (totals.select("user", "window.start", "window.end", "total")
+...  .orderBy("user", "start").show(truncate=False))
++----+--------------------------+--------------------------+-----+
+|user|start                     |end                       |total|
++----+--------------------------+--------------------------+-----+
+|ann |2024-03-01 09:50:00       |2024-03-01 10:00:00       |5.0  |
+|ann |2024-03-01 09:54:00       |2024-03-01 10:04:00       |12.5 |
+|ann |2024-03-01 10:00:00.000001|2024-03-01 10:10:00.000001|7.5  |
+|bob |2024-03-01 09:52:00       |2024-03-01 10:02:00       |3.0  |
++----+--------------------------+--------------------------+-----+
 
 The kinds of windows, each a definition passed to :func:`window`:
 

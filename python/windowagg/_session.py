@@ -27,6 +27,9 @@ def jar_path() -> str:
     The environment variable ``WINDOWAGG_JAR`` wins when set; otherwise the jar shipped inside
     this package (``windowagg/jars/windowagg-<version>.jar``).
 
+    >>> windowagg.jar_path()
+    '/...windowagg-...jar'
+
     :raises FileNotFoundError: when ``WINDOWAGG_JAR`` names no file, or no jar is packaged.
     """
     override = os.environ.get(_JAR_ENV)
@@ -66,10 +69,8 @@ def configure(builder: "SparkSession.Builder") -> "SparkSession.Builder":
     Appends the jar (:func:`jar_path`) to ``spark.jars`` and :data:`EXTENSION_CLASS` to
     ``spark.sql.extensions``, keeping values already set on the builder, and sets
     ``spark.sql.streaming.stateStore.providerClass`` to Spark's RocksDB state store (which
-    streaming windows need) unless the builder already sets a provider::
-
-        spark = windowagg.configure(SparkSession.builder.appName("app")).getOrCreate()
-
+    streaming windows need) unless the builder already sets a provider, as in
+    ``spark = windowagg.configure(SparkSession.builder.appName("app")).getOrCreate()``.
     It takes effect only when the builder starts a new SparkContext (see :func:`session`).
 
     :raises FileNotFoundError: when the jar cannot be found (see :func:`jar_path`).
@@ -153,6 +154,12 @@ def session(
     config: Optional[Mapping[str, object]] = None,
 ) -> "SparkSession":
     """Gets or creates a classic SparkSession with windowagg enabled.
+
+    >>> spark = windowagg.session()  # a running session with windowagg is returned as it is
+    >>> spark.conf.get("spark.sql.extensions")
+    'windowagg.spark.WindowAggExtensions'
+    >>> spark.conf.get("spark.sql.streaming.stateStore.providerClass")
+    'org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider'
 
     :param app_name: the application name.
     :param master: the master URL, e.g. ``"local[2]"``; Spark's default when None.

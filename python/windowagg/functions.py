@@ -61,22 +61,61 @@ def window(
     It works on classic and Spark Connect sessions alike (on Connect, the server runs windowagg's
     jar and extension, and the column calls its SQL function ``windows`` by name).
 
-    Use it as a ``groupBy`` key; each output row is one window of one key::
+    Use it as a ``groupBy`` key; each output row is one window of one key, here sessions of clicks
+    at most 5 minutes apart:
 
-        events.groupBy("user", window("ts", SlidingWindows.of("10 minutes"))).agg(sum("amount"))
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import SessionWindows, SlidingWindows, window
+    >>> clicks = spark.createDataFrame(
+    ...     [("ann", "2024-03-01 10:00:00"), ("ann", "2024-03-01 10:03:00"), ("ann", "2024-03-01 10:20:00"),
+    ...      ("bob", "2024-03-01 10:01:00")],
+    ...     "user STRING, ts STRING",
+    ... ).withColumn("ts", F.to_timestamp("ts"))
+    >>> sessions = clicks.groupBy("user", window("ts", SessionWindows.withInactivityGap("5 minutes"))).count()
+    >>> sessions.select("user", "window.start", "window.end", "count").orderBy("user", "start").show()
+    +----+-------------------+-------------------+-----+
+    |user|              start|                end|count|
+    +----+-------------------+-------------------+-----+
+    | ann|2024-03-01 10:00:00|2024-03-01 10:03:00|    2|
+    | ann|2024-03-01 10:20:00|2024-03-01 10:20:00|    1|
+    | bob|2024-03-01 10:01:00|2024-03-01 10:01:00|    1|
+    +----+-------------------+-------------------+-----+
 
     The column is named ``window``: a struct ``<start, end>`` whose fields have the time column's
-    type (TIMESTAMP or TIMESTAMP_NTZ), or BIGINT for an integral time column. Rows whose time is
-    null are not windowed (they are counted, see :func:`metrics`).
+    type (TIMESTAMP or TIMESTAMP_NTZ), or BIGINT for an integral time column (whose unit a
+    definition with durations needs):
+
+    >>> epochs = spark.createDataFrame([("ann", 1709287200), ("ann", 1709287380)], "user STRING, t BIGINT")
+    >>> sessions = epochs.groupBy("user", window("t", SessionWindows.withInactivityGap("5 minutes"),
+    ...                                          time_unit="seconds")).count()
+    >>> sessions.select("window.start", "window.end", "count").show()
+    +----------+----------+-----+
+    |     start|       end|count|
+    +----------+----------+-----+
+    |1709287200|1709287380|    2|
+    +----------+----------+-----+
+
+    Rows whose time is null are not windowed (they are counted, see :func:`metrics`).
 
     On a streaming DataFrame the time column must be a TIMESTAMP with a watermark: a
     ``withWatermark`` on it, or the definition's grace (``SlidingWindows.of(size).grace(g)``);
     the session needs the RocksDB state store (:func:`windowagg.session` sets it). A window is
-    final once its end is behind the watermark::
+    final once its end is behind the watermark; write the result with
+    ``counts.writeStream.outputMode("append")`` (see the streaming page of the manual):
 
-        counts = (stream.groupBy("user", window("ts", SlidingWindows.of("10 minutes").grace("1 minute")))
-                  .agg(sum("amount").alias("total")))
-        counts.writeStream.outputMode("append").format("parquet")...
+    >>> stream = spark.readStream.format("rate").load()  # columns timestamp and value
+    >>> counts = (stream.groupBy((F.col("value") % 3).alias("key"),
+    ...                          window("timestamp", SlidingWindows.of("10 seconds").grace("1 second")))
+    ...           .agg(F.sum("value").alias("total")))
+    >>> counts.isStreaming
+    True
+
+    Without a watermark or a grace, the query fails at analysis, before it reads anything:
+
+    >>> stream.groupBy(window("timestamp", SlidingWindows.of("10 seconds"))).count()
+    Traceback (most recent call last):
+        ...
+    pyspark.errors.exceptions.captured.AnalysisException: a streaming window needs a watermark on its time column 'timestamp': ...
 
     Late rows (every window that could hold them is final) and rows with a null time are always
     counted in the query's observed metrics named ``"windowagg"``
@@ -155,7 +194,24 @@ def new_rows(aggregate: "Column") -> "Column":
     """Storm's ``TupleWindow.getNew()``: ``aggregate`` with every aggregate in it over the rows of
     each window that were not in the key's previous window, e.g. ``new_rows(F.count("*"))``. For
     Storm's windows (:class:`CountWindows`, :class:`DurationWindows`); a key's first window has all
-    its rows new.
+    its rows new. Over the last two rows at every row, the sum of all, of the new and of the
+    expired rows (see :func:`expired_rows`):
+
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import CountWindows, expired_rows, new_rows, window
+    >>> df = spark.createDataFrame([("a", 1, 10), ("a", 4, 20), ("a", 12, 30)],
+    ...                            "k STRING, t BIGINT, v BIGINT")
+    >>> (df.groupBy("k", window("t", CountWindows.of(2)))
+    ...  .agg(F.sum("v").alias("sum"), new_rows(F.sum("v")).alias("new"),
+    ...       expired_rows(F.sum("v")).alias("expired"))
+    ...  .select("window.start", "window.end", "sum", "new", "expired").orderBy("end").show())
+    +-----+---+---+---+-------+
+    |start|end|sum|new|expired|
+    +-----+---+---+---+-------+
+    |    1|  1| 10| 10|   NULL|
+    |    1|  4| 30| 20|   NULL|
+    |    4| 12| 50| 30|     10|
+    +-----+---+---+---+-------+
 
     :raises TypeError: for an argument that is not a Column.
     """
@@ -164,7 +220,23 @@ def new_rows(aggregate: "Column") -> "Column":
 
 def expired_rows(aggregate: "Column") -> "Column":
     """Storm's ``TupleWindow.getExpired()``: ``aggregate`` over the rows of the key's previous window
-    that are not in this one, e.g. ``expired_rows(F.sum("v"))``; see :func:`new_rows`.
+    that are not in this one, e.g. ``expired_rows(F.sum("v"))``; see :func:`new_rows`. Over the
+    rows of the last 5 ticks ``(t - 5, t]`` at every row t, the rows that left since the row before:
+
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import DurationWindows, expired_rows, window
+    >>> df = spark.createDataFrame([("a", 1), ("a", 4), ("a", 8), ("a", 9)], "k STRING, t BIGINT")
+    >>> (df.groupBy("k", window("t", DurationWindows.of(5)))
+    ...  .agg(F.collect_list("t").alias("times"), expired_rows(F.collect_list("t")).alias("expired"))
+    ...  .select("window.start", "window.end", "times", "expired").orderBy("end").show())
+    +-----+---+------+-------+
+    |start|end| times|expired|
+    +-----+---+------+-------+
+    |   -4|  1|   [1]|     []|
+    |   -1|  4|[1, 4]|     []|
+    |    3|  8|[4, 8]|    [1]|
+    |    4|  9|[8, 9]|    [4]|
+    +-----+---+------+-------+
 
     :raises TypeError: for an argument that is not a Column.
     """
@@ -191,6 +263,15 @@ def metrics(df: "DataFrame") -> Dict[str, int]:
     Call it after an action that runs this very DataFrame's plan (``collect()``, ``toPandas()``,
     ``foreach``...): a writer (``df.write``) and anything derived from it (``df.count()`` included)
     run a new plan of their own, whose counters this does not see.
+
+    >>> from windowagg import SlidingWindows, window
+    >>> df = spark.createDataFrame([("a", 1), ("a", None)], "k STRING, t BIGINT")
+    >>> windows = df.groupBy("k", window("t", SlidingWindows.of(10))).count()
+    >>> windows.collect()
+    [Row(k='a', window=Row(start=-9, end=1), count=1)]
+    >>> counts = windowagg.metrics(windows)
+    >>> counts["inputRows"], counts["nullTimeRows"], counts["windows"]
+    (2, 1, 1)
 
     :returns: a dict with ``"inputRows"`` (rows read by the windowagg operators),
         ``"nullTimeRows"`` (rows whose time was null: not windowed, but counted),

@@ -55,6 +55,25 @@ class WindowDefinition:
         It is the JVM's ``spec()`` when a classic SparkSession is running, otherwise the same text
         built in Python.
 
+        >>> from windowagg import CalendarWindows, SlidingWindows, TimeWindows
+        >>> TimeWindows.of("1 hour").advanceBy("10 minutes").spec
+        'hopping 1 hour every 10 minutes'
+        >>> CalendarWindows.months(1).inZone("America/New_York").grace("1 day").spec
+        "calendar 1 month in 'America/New_York' grace 1 day"
+        >>> spec = SlidingWindows.of(10).spec
+        >>> spec
+        'sliding 10'
+        >>> spark.sql("SELECT k, window.start, window.end, count(*) AS n "
+        ...           "FROM VALUES ('a', 1), ('a', 4) AS events(k, t) "
+        ...           f"GROUP BY k, windows(t, '{spec}')").orderBy("end").show()
+        +---+-----+---+---+
+        |  k|start|end|  n|
+        +---+-----+---+---+
+        |  a|   -9|  1|  1|
+        |  a|   -6|  4|  2|
+        |  a|    2| 12|  1|
+        +---+-----+---+---+
+
         :raises ValueError: when a SparkSession is running and the definition is invalid.
         """
         if _classic_session_running():
@@ -85,7 +104,27 @@ class SlidingWindows(WindowDefinition):
     Per key, windows are closed intervals ``[start, start + size]``: one ending at each distinct
     record time (its *left* window) and one starting just after each distinct record time (its
     *right* window) when that window holds records; a window's aggregate covers exactly the
-    records whose time lies in it, and empty windows do not exist.
+    records whose time lies in it, and empty windows do not exist. Over times in ticks (the unit of
+    an integral time column), the windows of 10 ticks of rows at 1, 4 and 12, with their sums:
+
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import SlidingWindows, window
+    >>> df = spark.createDataFrame([("a", 1, 10), ("a", 4, 20), ("a", 12, 30)],
+    ...                            "k STRING, t BIGINT, v BIGINT")
+    >>> (df.groupBy("k", window("t", SlidingWindows.of(10))).agg(F.sum("v").alias("sum"))
+    ...  .select("k", "window.start", "window.end", "sum").orderBy("end").show())
+    +---+-----+---+---+
+    |  k|start|end|sum|
+    +---+-----+---+---+
+    |  a|   -9|  1| 10|
+    |  a|   -6|  4| 30|
+    |  a|    2| 12| 50|
+    |  a|    5| 15| 30|
+    +---+-----+---+---+
+
+    ``[-9, 1]``, ``[-6, 4]`` and ``[2, 12]`` end at a row; ``[2, 12]`` is also the window starting
+    just after 1 (a set of rows is one window), ``[5, 15]`` starts just after 4, and the one after
+    12 would be empty.
     """
 
     @classmethod
@@ -129,9 +168,10 @@ class SlidingWindows(WindowDefinition):
         time seen minus the grace. A window is final (emitted in ``emit="final"`` mode, never
         changed afterwards) once its end is behind the watermark; a row whose every window is
         final is late (see ``late_rows`` of :func:`windowagg.window`). A ``withWatermark`` on the
-        input wins over the grace; batch queries see complete data and ignore it::
+        input wins over the grace; batch queries see complete data and ignore it:
 
-            SlidingWindows.of("10 minutes").grace("1 minute")
+        >>> windowagg.SlidingWindows.of("10 minutes").grace("1 minute").spec
+        'sliding 10 minutes grace 1 minute'
 
         :param grace: a duration, as a string (``"1 minute"``, ``"30 s"``) or a
             :class:`datetime.timedelta`; zero is allowed.
@@ -151,7 +191,19 @@ class SessionWindows(WindowDefinition):
     ``[first record time, last record time]``; a lone record makes ``[t, t]``. With a per-row gap
     (:meth:`withDynamicGap`), a record at t with gap g keeps its session open until t + g. In
     streaming, a record can bridge and merge sessions; with ``emit="updates"`` each session merged
-    away comes first as a row with ``retraction = true``.
+    away comes first as a row with ``retraction = true``. Over times in ticks, sessions with a gap of 5:
+
+    >>> from windowagg import SessionWindows, window
+    >>> df = spark.createDataFrame([("a", 1), ("a", 3), ("a", 10), ("a", 12), ("b", 4)], "k STRING, t BIGINT")
+    >>> (df.groupBy("k", window("t", SessionWindows.withInactivityGap(5))).count()
+    ...  .select("k", "window.start", "window.end", "count").orderBy("k", "start").show())
+    +---+-----+---+-----+
+    |  k|start|end|count|
+    +---+-----+---+-----+
+    |  a|    1|  3|    2|
+    |  a|   10| 12|    2|
+    |  b|    4|  4|    1|
+    +---+-----+---+-----+
     """
 
     @classmethod
@@ -172,6 +224,18 @@ class SessionWindows(WindowDefinition):
         timestamp time column (e.g. ``F.make_dt_interval(secs=F.col("gap_s"))``), or ticks for an
         integral one. Rows whose gap is null or not positive are not windowed and are counted
         (``invalidGapRows`` in :func:`windowagg.metrics`; ``invalid_gap_rows`` in streaming).
+        Here the row at 1 closes its session at 2, and the row at 3 keeps its own open until 13:
+
+        >>> df = spark.createDataFrame([("a", 1, 1), ("a", 3, 10), ("a", 12, 1)],
+        ...                            "k STRING, t BIGINT, gap BIGINT")
+        >>> (df.groupBy("k", windowagg.window("t", windowagg.SessionWindows.withDynamicGap("gap"))).count()
+        ...  .select("window.start", "window.end", "count").orderBy("start").show())
+        +-----+---+-----+
+        |start|end|count|
+        +-----+---+-----+
+        |    1|  1|    1|
+        |    3| 12|    2|
+        +-----+---+-----+
         """
         if not isinstance(gap_column, str) or not gap_column.strip():
             raise TypeError("the gap column must be a non-empty column name")
@@ -216,11 +280,31 @@ class TimeWindows(WindowDefinition):
     Windows are half-open, ``[start, start + size)``, and start at ``offset + k * advance`` for
     whole k (the advance is the size for tumbling windows): the same boundaries as Spark's
     ``window(ts, size, slide, startTime)``, times before 1970 included. Per key, only windows that
-    hold records exist::
+    hold records exist. Over times in ticks, tumbling windows of 10 and hopping ones that start
+    every 5:
 
-        TimeWindows.of("1 hour")                                   # tumbling
-        TimeWindows.of("1 hour").advanceBy("10 minutes")           # hopping
-        TimeWindows.of("1 day").withOffset("6 hours").grace("1 hour")
+    >>> from windowagg import TimeWindows, window
+    >>> df = spark.createDataFrame([("a", 1), ("a", 4), ("a", 12)], "k STRING, t BIGINT")
+    >>> (df.groupBy("k", window("t", TimeWindows.of(10))).count()
+    ...  .select("window.start", "window.end", "count").orderBy("start").show())
+    +-----+---+-----+
+    |start|end|count|
+    +-----+---+-----+
+    |    0| 10|    2|
+    |   10| 20|    1|
+    +-----+---+-----+
+    >>> (df.groupBy("k", window("t", TimeWindows.of(10).advanceBy(5))).count()
+    ...  .select("window.start", "window.end", "count").orderBy("start").show())
+    +-----+---+-----+
+    |start|end|count|
+    +-----+---+-----+
+    |   -5|  5|    2|
+    |    0| 10|    2|
+    |    5| 15|    1|
+    |   10| 20|    1|
+    +-----+---+-----+
+    >>> TimeWindows.of("1 day").withOffset("6 hours").grace("1 hour").spec
+    'tumbling 1 day offset 6 hours grace 1 hour'
     """
 
     @classmethod
@@ -312,9 +396,24 @@ class CumulativeWindows(WindowDefinition):
 
     Time is cut into periods of ``max_size`` starting at ``offset + k * max_size``; each period
     ``s`` has the windows ``[s, s + step)``, ``[s, s + 2 * step)``, ..., ``[s, s + max_size)``,
-    half-open like Spark's ``window()``. Per key, only windows that hold records exist::
+    half-open like Spark's ``window()``. Per key, only windows that hold records exist, e.g.
+    ``CumulativeWindows.of("1 hour", "1 day")``: the day's total so far, every hour. Over times in
+    ticks, periods of 10 growing by 5:
 
-        CumulativeWindows.of("1 hour", "1 day")    # the day's total so far, every hour
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import CumulativeWindows, window
+    >>> df = spark.createDataFrame([("a", 1, 10), ("a", 4, 20), ("a", 7, 30), ("a", 12, 40)],
+    ...                            "k STRING, t BIGINT, v BIGINT")
+    >>> (df.groupBy("k", window("t", CumulativeWindows.of(5, 10))).agg(F.sum("v").alias("sum"))
+    ...  .select("window.start", "window.end", "sum").orderBy("start", "end").show())
+    +-----+---+---+
+    |start|end|sum|
+    +-----+---+---+
+    |    0|  5| 30|
+    |    0| 10| 60|
+    |   10| 15| 40|
+    |   10| 20| 40|
+    +-----+---+---+
     """
 
     @classmethod
@@ -389,10 +488,25 @@ class CumulativeWindows(WindowDefinition):
 class CalendarWindows(WindowDefinition):
     """Windows aligned to the local calendar of a time zone: ``n`` days, weeks, months, quarters
     or years, each ``[start, end)`` from local midnight to local midnight, so a day lasts 23 or 25
-    hours across a daylight-saving change and a month has its real length::
+    hours across a daylight-saving change and a month has its real length, e.g.
+    ``CalendarWindows.months(3).advanceBy(1)``: 3 months, every month. Monthly totals in New York,
+    in a session whose time zone is UTC:
 
-        CalendarWindows.months(1).inZone("America/New_York")    # monthly totals in New York
-        CalendarWindows.months(3).advanceBy(1)                    # 3 months, every month
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import CalendarWindows, window
+    >>> sales = spark.createDataFrame(
+    ...     [("2024-01-31 23:30:00", 10), ("2024-02-01 04:30:00", 20), ("2024-02-01 05:30:00", 40)],
+    ...     "ts STRING, amount INT",
+    ... ).withColumn("ts", F.to_timestamp("ts"))
+    >>> (sales.groupBy(window("ts", CalendarWindows.months(1).inZone("America/New_York")))
+    ...  .agg(F.sum("amount").alias("total"))
+    ...  .select("window.start", "window.end", "total").orderBy("start").show())
+    +-------------------+-------------------+-----+
+    |              start|                end|total|
+    +-------------------+-------------------+-----+
+    |2024-01-01 05:00:00|2024-02-01 05:00:00|   30|
+    |2024-02-01 05:00:00|2024-03-01 05:00:00|   40|
+    +-------------------+-------------------+-----+
 
     Units are counted from 1970-01-01 (weeks from the week holding it that starts on the first
     day, Monday by default), so ``months(3)`` are calendar quarters. The zone is :meth:`inZone`'s,
@@ -508,9 +622,21 @@ class UnlimitedWindows(WindowDefinition):
     never final) and emits each key's current value as rows arrive. The start is the epoch unless
     :meth:`startOn` says another; rows before it are in no window and are counted
     (``unwindowedRows`` in :func:`windowagg.metrics`; ``unwindowed_rows`` in streaming), never
-    dropped silently. The window's end is the largest time the column can hold::
+    dropped silently. The window's end is the largest time the column can hold. Over times in
+    ticks, from 3 on (``UnlimitedWindows.of().startOn("2024-01-01T00:00:00Z")`` for a TIMESTAMP):
 
-        UnlimitedWindows.of().startOn("2024-01-01T00:00:00Z")
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import UnlimitedWindows, window
+    >>> df = spark.createDataFrame([("a", 1, 10), ("a", 5, 20), ("a", 9, 30), ("b", 7, 5)],
+    ...                            "k STRING, t BIGINT, v BIGINT")
+    >>> (df.groupBy("k", window("t", UnlimitedWindows.of().startOn(3))).agg(F.sum("v").alias("sum"))
+    ...  .select("k", "window.start", "window.end", "sum").orderBy("k").show())
+    +---+-----+-------------------+---+
+    |  k|start|                end|sum|
+    +---+-----+-------------------+---+
+    |  a|    3|9223372036854775807| 50|
+    |  b|    3|9223372036854775807|  5|
+    +---+-----+-------------------+---+
     """
 
     @classmethod
@@ -673,12 +799,30 @@ class CountWindows(_StormWindows):
     A window is evaluated at every row (:meth:`of`, Storm's ``withWindow(Count(n))``), after every
     m-th row (:meth:`slide`: ``withWindow(Count(n), Count(m))``; :meth:`tumbling`:
     ``withTumblingWindow(Count(n))``), or at every multiple of a length of time that brings new
-    rows (:meth:`every`: ``withWindow(Count(n), Duration(d))``)::
+    rows (:meth:`every`: ``withWindow(Count(n), Duration(d))``). Over the rows at 1 to 5 ticks, the
+    last 3 rows every 2 rows, and tumbling windows of 2 rows:
 
-        CountWindows.of(30)                                   # the row and the 29 rows before it
-        CountWindows.of(30).slide(10).tieBreak("seq")         # the last 30 rows, every 10 rows
-        CountWindows.tumbling(100)                            # 100 rows, no overlap
-        CountWindows.of(30).every("10 seconds").lag("5 seconds")
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import CountWindows, window
+    >>> df = spark.createDataFrame([("a", t, 10 * t) for t in range(1, 6)], "k STRING, t BIGINT, v BIGINT")
+    >>> (df.groupBy("k", window("t", CountWindows.of(3).slide(2))).agg(F.collect_list("v").alias("values"))
+    ...  .select("window.start", "window.end", "values").orderBy("end").show())
+    +-----+---+------------+
+    |start|end|      values|
+    +-----+---+------------+
+    |    1|  2|    [10, 20]|
+    |    2|  4|[20, 30, 40]|
+    +-----+---+------------+
+    >>> (df.groupBy("k", window("t", CountWindows.tumbling(2))).agg(F.collect_list("v").alias("values"))
+    ...  .select("window.start", "window.end", "values").orderBy("end").show())
+    +-----+---+--------+
+    |start|end|  values|
+    +-----+---+--------+
+    |    1|  2|[10, 20]|
+    |    3|  4|[30, 40]|
+    +-----+---+--------+
+    >>> CountWindows.of(30).every("10 seconds").lag("5 seconds").tieBreak("seq").spec
+    'count 30 rows every 10 seconds lag 5 seconds tie break seq'
 
     Rows are counted in order of time, then of the tie-break column (:meth:`tieBreak`), then of the
     values the aggregates read, so results never depend on arrival order or partitioning. A
@@ -728,12 +872,31 @@ class DurationWindows(_StormWindows):
     ``withWindow(Duration(l))``), after every m-th row (:meth:`slide`:
     ``withWindow(Duration(l), Count(m))``), or at every multiple of an interval, only where it
     holds rows (:meth:`every`: ``withWindow(Duration(l), Duration(d))``; :meth:`tumbling`:
-    ``withTumblingWindow(Duration(l))``)::
+    ``withTumblingWindow(Duration(l))``). Over times in ticks, a trailing window of 5 per row, and
+    tumbling windows of 5:
 
-        DurationWindows.of("20 seconds")                                # a trailing window per row
-        DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds")
-        DurationWindows.of("1 minute").slide(100).tieBreak("seq")
-        DurationWindows.tumbling("5 seconds")
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import DurationWindows, window
+    >>> df = spark.createDataFrame([("a", 1), ("a", 4), ("a", 8)], "k STRING, t BIGINT")
+    >>> (df.groupBy("k", window("t", DurationWindows.of(5))).agg(F.collect_list("t").alias("times"))
+    ...  .select("window.start", "window.end", "times").orderBy("end").show())
+    +-----+---+------+
+    |start|end| times|
+    +-----+---+------+
+    |   -4|  1|   [1]|
+    |   -1|  4|[1, 4]|
+    |    3|  8|[4, 8]|
+    +-----+---+------+
+    >>> (df.groupBy("k", window("t", DurationWindows.tumbling(5))).agg(F.collect_list("t").alias("times"))
+    ...  .select("window.start", "window.end", "times").orderBy("end").show())
+    +-----+---+------+
+    |start|end| times|
+    +-----+---+------+
+    |    0|  5|[1, 4]|
+    |    5| 10|   [8]|
+    +-----+---+------+
+    >>> DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds").spec
+    'duration 20 seconds every 10 seconds lag 5 seconds'
 
     A window reports ``start = end - length`` (exclusive) and ``end`` (inclusive), as Storm does;
     a window per row is what Spark's ``RANGE`` frame ``(t - length, t]`` gives each row. A window
@@ -780,9 +943,27 @@ class DurationWindows(_StormWindows):
 class CustomWindows(WindowDefinition):
     """A user's own kind of windows: a JVM class implementing ``windowagg.EnumerableWindowDefinition``
     (it lists the windows ``[start, end)`` that contain a time), loaded by name from the driver's
-    classpath (add its jar with ``spark.jars`` / ``--jars``)::
+    classpath (add its jar with ``spark.jars`` / ``--jars``). ``windowagg.examples.FiscalQuarters``, in
+    the project's jar of examples (``jvm/examples``), cuts years that start in ``firstMonth`` into
+    quarters:
 
-        CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import CustomWindows, window
+    >>> sales = spark.createDataFrame(
+    ...     [("2024-01-15 12:00:00", 10), ("2024-02-10 12:00:00", 20), ("2024-04-30 12:00:00", 40)],
+    ...     "ts STRING, amount INT",
+    ... ).withColumn("ts", F.to_timestamp("ts"))
+    >>> quarters = CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2)
+    >>> quarters.spec
+    'custom windowagg.examples.FiscalQuarters(firstMonth=2)'
+    >>> (sales.groupBy(window("ts", quarters)).agg(F.sum("amount").alias("total"))
+    ...  .select("window.start", "window.end", "total").orderBy("start").show())
+    +-------------------+-------------------+-----+
+    |              start|                end|total|
+    +-------------------+-------------------+-----+
+    |2023-11-01 00:00:00|2024-02-01 00:00:00|   10|
+    |2024-02-01 00:00:00|2024-05-01 00:00:00|   60|
+    +-------------------+-------------------+-----+
 
     The class needs a public constructor taking a ``java.util.Map<String, String>`` of
     parameters, or one taking no arguments when it is given none.

@@ -38,7 +38,7 @@ final class CalendarWindows private (
   /** Local calendar of `zoneId` ("Europe/Berlin", "+05:30", "UTC"). */
   def inZone(zoneId: String): CalendarWindows = copy(zone = Some(CalendarWindows.zoneOf(zoneId)))
 
-  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace(afterWindowEnd:String)* SlidingWindows.grace]]. */
   def grace(afterWindowEnd: String): CalendarWindows = copy(gracePeriod = Some(WindowSpec.grace(afterWindowEnd)))
   def grace(afterWindowEnd: Duration): CalendarWindows = copy(gracePeriod = Some(WindowSpec.grace(afterWindowEnd)))
 

@@ -24,7 +24,7 @@ final class CumulativeWindows private (
   def withOffset(offset: Duration): CumulativeWindows = withOffsetSpan(TimeSpan.of(offset, "window offset"))
   def withOffset(offset: Long): CumulativeWindows = withOffsetSpan(TimeSpan.ticks(offset))
 
-  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace(afterWindowEnd:String)* SlidingWindows.grace]]. */
   def grace(afterWindowEnd: String): CumulativeWindows =
     new CumulativeWindows(step, maxSize, offset, Some(WindowSpec.grace(afterWindowEnd)))
   def grace(afterWindowEnd: Duration): CumulativeWindows =

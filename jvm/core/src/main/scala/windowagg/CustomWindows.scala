@@ -20,7 +20,7 @@ final class CustomWindows private (
 
   private def className: String = definition.getClass.getName
 
-  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace(afterWindowEnd:String)* SlidingWindows.grace]]. */
   def grace(afterWindowEnd: String): CustomWindows = new CustomWindows(definition, parameters, Some(WindowSpec.grace(afterWindowEnd)))
   def grace(afterWindowEnd: Duration): CustomWindows = new CustomWindows(definition, parameters, Some(WindowSpec.grace(afterWindowEnd)))
 

@@ -123,7 +123,7 @@ trait RowWindows extends ResolvedWindows {
 
   /**
    * The windows of one key's rows, in order, the first at `firstPosition` among the key's rows
-   * (streaming resumes from the rows it kept); see [[RowWindowCursor]] for `until`, `views` (Storm's
+   * (streaming resumes from the rows it kept); see [[windowagg.core.RowWindowCursor]] for `until`, `views` (Storm's
    * new and expired rows) and `leftOut`.
    */
   def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long],

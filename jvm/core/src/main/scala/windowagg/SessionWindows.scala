@@ -14,7 +14,7 @@ import windowagg.core.Ticks.saturatingAdd
 final class SessionWindows private (val gap: Option[TimeSpan], val gapColumn: Option[String], val gracePeriod: Option[TimeSpan])
   extends WindowDefinition {
 
-  /** How long after a session's last record plus gap records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  /** How long after a session's last record plus gap records may still arrive (streaming); see [[SlidingWindows.grace(afterWindowEnd:String)* SlidingWindows.grace]]. */
   def grace(afterWindowEnd: String): SessionWindows =
     new SessionWindows(gap, gapColumn, Some(WindowSpec.grace(afterWindowEnd)))
   def grace(afterWindowEnd: Duration): SessionWindows =
@@ -75,7 +75,7 @@ object SessionWindows extends WindowSpec.Reader {
 
   /**
    * Session windows with a fixed gap in ticks, or a per-record gap when `gapTicks` is empty;
-   * windows are `[first, last]`, swept by [[SessionSweep]], merged live in streaming.
+   * windows are `[first, last]`, swept by [[windowagg.core.SessionSweep]], merged live in streaming.
    */
   final case class Resolved(gapTicks: Option[Long], graceTicks: Option[Long] = None) extends MergingWindows {
     override def fixedGap: Option[Long] = gapTicks

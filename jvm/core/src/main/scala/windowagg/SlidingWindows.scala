@@ -54,7 +54,7 @@ object SlidingWindows extends WindowSpec.Reader {
 
   /**
    * Sliding windows of `sizeTicks`, as closed intervals `[start, start + size]`, swept by
-   * [[SlidingWindowSweep]] over per-time partials.
+   * [[windowagg.core.SlidingWindowSweep]] over per-time partials.
    */
   final case class Resolved(sizeTicks: Long, graceTicks: Option[Long] = None) extends ResolvedWindows {
     require(sizeTicks > 0)

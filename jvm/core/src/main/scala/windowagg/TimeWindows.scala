@@ -30,7 +30,7 @@ final class TimeWindows private (
   def withOffset(offset: Duration): TimeWindows = withOffsetSpan(TimeSpan.of(offset, "window offset"))
   def withOffset(offset: Long): TimeWindows = withOffsetSpan(TimeSpan.ticks(offset))
 
-  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace]]. */
+  /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace(afterWindowEnd:String)* SlidingWindows.grace]]. */
   def grace(afterWindowEnd: String): TimeWindows = new TimeWindows(size, advance, offset, Some(WindowSpec.grace(afterWindowEnd)))
   def grace(afterWindowEnd: Duration): TimeWindows = new TimeWindows(size, advance, offset, Some(WindowSpec.grace(afterWindowEnd)))
 

@@ -13,7 +13,8 @@ import windowagg.{MergingWindows, RowWindows, WindowDefinition}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
- * third-party stateful logic: `transformWithState` in event-time mode with [[SlidingWindowProcessor]],
+ * third-party stateful logic: `transformWithState` in event-time (or processing-time) mode with a
+ * [[KeyedWindowProcessor]] ([[WindowProcessor]], [[SessionWindowProcessor]] or [[RowWindowProcessor]]),
  * on the RocksDB state store. The result has the batch node's output (same expression ids), plus
  * `late_reason` and `late_row` when late rows are emitted.
  */

@@ -29,7 +29,7 @@ object WindowAggError {
 
 /**
  * A windowagg error found while analyzing a query or starting a streaming one, before any data is
- * read: an [[AnalysisException]] (PySpark raises `pyspark.errors.AnalysisException`) with windowagg's
+ * read: an `org.apache.spark.sql.AnalysisException` (PySpark raises `pyspark.errors.AnalysisException`) with windowagg's
  * condition (`getCondition`) and SQLSTATE (`getSqlState`). Spark's registry of conditions is closed to
  * libraries, so the message travels whole (template `<message>`, parameter `message`), and the
  * exception keeps no query context: PySpark looks a condition up in that registry to log an error

@@ -1,0 +1,71 @@
+"""Sphinx configuration of the windowagg reference manual, built by dev/docs.
+
+The pages under docs/ stay Markdown (MyST), so they read the same on GitHub; the Python API pages
+come from the package's docstrings (autodoc) under the JVM classes' names (windowagg.SlidingWindows,
+windowagg.window, ...). dev/docs copies the Scala API docs (scaladoc) into the HTML tree beside them.
+"""
+
+import os
+import re
+import sys
+
+DOCS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(DOCS)
+# Document the package of this source tree, not whichever windowagg an environment has installed.
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import windowagg  # noqa: E402 (after the path above)
+from pygments.lexers.special import TextLexer  # noqa: E402
+from sphinx import highlighting  # noqa: E402
+
+project = "windowagg"
+release = windowagg.__version__
+version = release
+copyright = "the windowagg authors"
+
+extensions = ["myst_parser", "sphinx.ext.autodoc"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+
+# Anchors for links such as semantics.md#streaming, as GitHub makes them.
+myst_heading_anchors = 4
+
+# Every cross-reference must resolve (with -W, dev/docs fails on one that does not); types from
+# PySpark and the standard library are named in signatures without pages of their own here.
+nitpicky = True
+nitpick_ignore_regex = [
+    ("py:class", r"pyspark\..*"),
+    ("py:class", r"(Column|DataFrame|SparkSession\.Builder|SparkSession)"),
+    ("py:class", r"datetime\.(timedelta|datetime)"),
+    ("py:class", r"(SizeLike|GraceLike)"),
+]
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"members": True}
+
+# architecture.md's diagram is Mermaid, which GitHub draws; the manual shows its text as it is.
+highlighting.lexers["mermaid"] = TextLexer()
+
+html_theme = "furo"
+html_title = f"windowagg {release}"
+
+
+# A relative link of the README (a Markdown link's target: not a URL, not an anchor) is relative to the
+# repository's root; docs/readme.md includes it from docs/.
+_README_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)")
+
+
+def _readme_links_from_docs(app, relative_path, parent_docname, content):
+    if os.path.normpath(os.path.join(DOCS, relative_path)) != os.path.join(ROOT, "README.md"):
+        return
+
+    def from_docs(match):
+        target = match.group(1)
+        return f"]({target[len('docs/'):] if target.startswith('docs/') else '../' + target})"
+
+    content[0] = _README_LINK.sub(from_docs, content[0])
+
+
+def setup(app):
+    app.connect("include-read", _readme_links_from_docs)
