@@ -12,3 +12,8 @@ SBT_VERSION=$(sed -n 's/^sbt.version=//p' "$(dirname "${BASH_SOURCE[0]}")/../pro
 GRPCIO_VERSION=1.85.1
 GOOGLEAPIS_COMMON_PROTOS_VERSION=1.76.0
 ZSTANDARD_VERSION=0.25.0
+# Kafka (tests/test_kafka.py, dev/demo --kafka; fetched by dev/kafka-jars): the broker, started from its
+# jars, and Spark's Kafka connector. Spark 4.3's connector is not published yet: the 4.2 one, the newest,
+# runs on Spark 4.3 (tests/test_kafka.py checks its source and sink).
+KAFKA_VERSION=4.3.1
+SPARK_KAFKA_VERSION=4.2.0
