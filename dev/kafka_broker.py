@@ -66,8 +66,8 @@ rootLogger.level=WARN
 rootLogger.appenderRef.out.ref=out
 """
 
-# ApiVersions (key 18) version 0 with request header v1 (client id "windowagg"): the broker answers
-# it only once it serves requests, which a bare TCP connect does not tell (the port is bound earlier).
+# ApiVersions (key 18) version 0 with request header v1 (client id "windowagg"), the first request
+# of every Kafka client: an answer shows the broker serves requests, not only that its port is open.
 _CLIENT_ID = b"windowagg"
 _API_VERSIONS = struct.pack(">hhih", 18, 0, 1, len(_CLIENT_ID)) + _CLIENT_ID
 API_VERSIONS_REQUEST = struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS
@@ -237,10 +237,12 @@ def main(argv: List[str]) -> int:
     ensure_jars()
     # a SIGTERM ends this process through the with-block below, which stops the broker
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    with KafkaBroker() as broker:
-        # the command gets SIGINT with this process (one terminal group); the broker stops after it
-        done = subprocess.run([*argv, "--bootstrap-servers", broker.bootstrap])
-    return done.returncode
+    try:
+        with KafkaBroker() as broker:
+            # Ctrl-C reaches the command too (one terminal process group); the broker stops after it
+            return subprocess.run([*argv, "--bootstrap-servers", broker.bootstrap]).returncode
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":
