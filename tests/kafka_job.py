@@ -25,6 +25,7 @@ SLIDING_SECONDS = 300
 SESSION_GAP_SECONDS = 120
 FLUSH_USER = "flush"
 EVENT_SCHEMA = "id BIGINT, user STRING, ts TIMESTAMP, v BIGINT"
+WINDOW_SCHEMA = "user STRING, start TIMESTAMP, end TIMESTAMP, clicks BIGINT, total BIGINT, ids ARRAY<BIGINT>"
 # microseconds in and out: sliding windows start 1 µs after a row
 TIME_FORMAT = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 MINUTE = 60 * ss.SECOND
@@ -109,7 +110,8 @@ def batch_windows(spark, rows, definition):
     from windowagg import window
 
     df = spark.createDataFrame(
-        [(r["id"], r["user"], ss.BASE_MICROS + r["ts"], r["v"]) for r in rows], "id bigint, user string, t bigint, v bigint"
+        [(r["id"], r["user"], ss.BASE_MICROS + r["ts"], r["v"]) for r in rows],
+        "id bigint, user string, t bigint, v bigint",
     ).select("id", "user", F.timestamp_micros("t").alias("ts"), "v")
     windows = df.groupBy("user", window("ts", definition)).agg(*window_aggregates())
     return window_rows(windows.select("user", "window.start", "window.end", "clicks", "total", "ids"))
@@ -136,7 +138,9 @@ def kafka_records(windows, windows_topic, late_topic):
 
     is_late = F.col("late_reason").isNotNull()
     window_value = F.to_json(
-        F.struct("user", F.col("window.start").alias("start"), F.col("window.end").alias("end"), "clicks", "total", "ids"),
+        F.struct(
+            "user", F.col("window.start").alias("start"), F.col("window.end").alias("end"), "clicks", "total", "ids"
+        ),
         TIME_FORMAT,
     )
     late_value = F.to_json(F.struct("late_reason", "late_row.*"), TIME_FORMAT)
@@ -213,9 +217,7 @@ def read_back(spark, bootstrap):
 
     out = {}
     for name in definitions():
-        windows = read_topic(
-            spark, bootstrap, f"{name}-windows", "user string, start timestamp, end timestamp, clicks bigint, total bigint, ids array<bigint>"
-        ).cache()
+        windows = read_topic(spark, bootstrap, f"{name}-windows", WINDOW_SCHEMA).cache()
         late = read_topic(spark, bootstrap, f"{name}-late", f"late_reason string, {EVENT_SCHEMA}").cache()
         since_base = F.unix_micros("ts") - F.lit(ss.BASE_MICROS)
         out[name] = {
@@ -224,7 +226,9 @@ def read_back(spark, bootstrap):
                 json.dumps(r.asDict(), sort_keys=True)
                 for r in late.select("late_reason", "id", "user", since_base.alias("ts"), "v").collect()
             ),
-            "keys_not_their_user": sum(df.where(~F.col("key").eqNullSafe(F.col("user"))).count() for df in (windows, late)),
+            "keys_not_their_user": sum(
+                df.where(~F.col("key").eqNullSafe(F.col("user"))).count() for df in (windows, late)
+            ),
         }
     return out
 

@@ -171,7 +171,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     streaming.add_argument(
         "--land-every", type=float, default=0.5, help="seconds between two files landing (default 0.5)"
     )
-    kafka = parser.add_argument_group("Kafka mode (dev/demo --kafka starts a broker and sets the first two)")
+    kafka = parser.add_argument_group(
+        "Kafka mode (dev/demo --kafka starts a broker and sets --bootstrap-servers and --kafka-jars)"
+    )
     kafka.add_argument("--kafka", action="store_true", help="stream the clicks through Kafka topics, in and out")
     kafka.add_argument("--bootstrap-servers", help="HOST:PORT of the Kafka broker (new topics demo-* are written)")
     kafka.add_argument("--kafka-jars", help="folder of the jars of Spark's Kafka connector")
@@ -191,8 +193,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             parser.error("--kafka needs --bootstrap-servers HOST:PORT of a Kafka broker (dev/demo --kafka starts one)")
         if not args.kafka_jars or not glob.glob(os.path.join(args.kafka_jars, "*.jar")):
             parser.error(
-                f"--kafka needs --kafka-jars, a folder with the jars of Spark's Kafka connector (got {args.kafka_jars!r}; "
-                "dev/demo --kafka fetches them)"
+                "--kafka needs --kafka-jars, a folder with the jars of Spark's Kafka connector "
+                f"(got {args.kafka_jars!r}; dev/demo --kafka fetches them)"
             )
         if args.micro_batches < 1 or args.max_delay_minutes < 0:
             parser.error("--micro-batches must be positive, --max-delay-minutes not negative")
@@ -607,7 +609,8 @@ def _run_kafka(args: argparse.Namespace) -> int:
             query.awaitTermination()
             if query.exception() is not None:
                 raise RuntimeError(f"the query {query.name} failed: {query.exception()}")
-        print(f"Streamed them through the sliding and the session query at once in {time.time() - streaming_began:.1f} s")
+        streamed_in = time.time() - streaming_began
+        print(f"Streamed them through the sliding and the session query at once in {streamed_in:.1f} s")
         _print_kafka_summary(spark, kafka, definitions, queries)
         print(f"Done in {time.time() - began:.1f} s")
     finally:
