@@ -16,3 +16,8 @@ ZSTANDARD_VERSION=0.25.0
 SPHINX_VERSION=9.0.4
 MYST_PARSER_VERSION=5.2.0
 FURO_VERSION=2025.12.19
+# Kafka (tests/test_kafka.py, dev/demo --kafka; fetched by dev/kafka-jars): the broker, started from its
+# jars, and Spark's Kafka connector. Spark 4.3's connector is not published yet: the 4.2 one, the newest,
+# runs on Spark 4.3 (tests/test_kafka.py checks its source and sink).
+KAFKA_VERSION=4.3.1
+SPARK_KAFKA_VERSION=4.2.0

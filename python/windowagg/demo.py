@@ -17,9 +17,19 @@ are final are written aside with the reason. In this mode the 1% of delayed clic
 30 minutes late (``--max-delay-minutes``) instead of 10, so that some of them miss their windows.
 Outputs, under ``--out`` (default ``out/demo-stream``): ``windows/`` and ``late/`` (Parquet, one
 folder per micro-batch), ``checkpoint/`` and ``landing/`` (the input files).
+
+With ``--kafka`` the clicks go through Kafka instead (``dev/demo --kafka`` starts a broker on
+loopback and passes ``--bootstrap-servers`` and ``--kafka-jars``, Spark's Kafka connector): they are
+produced in arrival order to the topic ``demo-clicks``, and two streaming queries read it with
+Spark's Kafka source (``--micro-batches`` micro-batches) and write with its sink: 10-minute sliding
+windows to ``demo-sliding-windows`` and sessions (``--session-gap``) to ``demo-sessions``, both final
+and keyed by user, and each query's late clicks to a topic of their own (``demo-sliding-late``,
+``demo-session-late``). Values are JSON. The summary is read back from the topics; the checkpoints
+are under ``--out`` (default ``out/demo-kafka``).
 """
 
 import argparse
+import glob
 import os
 import shutil
 import threading
@@ -138,11 +148,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--users", type=int, default=2_000, help="number of users (default 2000)")
     parser.add_argument("--events", type=int, default=300_000, help="number of clicks (default 300000)")
     parser.add_argument(
-        "--out", default=None, help="output folder (default out/demo, or out/demo-stream with --streaming)"
+        "--out",
+        default=None,
+        help="output folder (default out/demo, out/demo-stream with --streaming, out/demo-kafka with --kafka)",
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data (default 7)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    streaming = parser.add_argument_group("streaming mode")
+    streaming = parser.add_argument_group("streaming mode (--grace and --max-delay-minutes also in Kafka mode)")
     streaming.add_argument(
         "--streaming", action="store_true", help="compute the windows in Structured Streaming, from files landing one by one"
     )
@@ -159,9 +171,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     streaming.add_argument(
         "--land-every", type=float, default=0.5, help="seconds between two files landing (default 0.5)"
     )
+    kafka = parser.add_argument_group(
+        "Kafka mode (dev/demo --kafka starts a broker and sets --bootstrap-servers and --kafka-jars)"
+    )
+    kafka.add_argument("--kafka", action="store_true", help="stream the clicks through Kafka topics, in and out")
+    kafka.add_argument("--bootstrap-servers", help="HOST:PORT of the Kafka broker (new topics demo-* are written)")
+    kafka.add_argument("--kafka-jars", help="folder of the jars of Spark's Kafka connector")
+    kafka.add_argument(
+        "--micro-batches", type=int, default=24, help="micro-batches the clicks are read in (default 24)"
+    )
+    kafka.add_argument(
+        "--session-gap", default="5 minutes", help="inactivity gap that closes a session (default '5 minutes')"
+    )
     args = parser.parse_args(argv)
     if args.users < 1 or args.events < 1:
         parser.error("--users and --events must be positive")
+    if args.kafka and args.streaming:
+        parser.error("--kafka and --streaming are two modes: give one")
+    if args.kafka:
+        if not args.bootstrap_servers:
+            parser.error("--kafka needs --bootstrap-servers HOST:PORT of a Kafka broker (dev/demo --kafka starts one)")
+        if not args.kafka_jars or not glob.glob(os.path.join(args.kafka_jars, "*.jar")):
+            parser.error(
+                "--kafka needs --kafka-jars, a folder with the jars of Spark's Kafka connector "
+                f"(got {args.kafka_jars!r}; dev/demo --kafka fetches them)"
+            )
+        if args.micro_batches < 1 or args.max_delay_minutes < 0:
+            parser.error("--micro-batches must be positive, --max-delay-minutes not negative")
+        return _run_kafka(args)
     if args.streaming:
         if args.files < 1 or args.max_delay_minutes < 0 or args.land_every < 0:
             parser.error("--files must be positive, --max-delay-minutes and --land-every not negative")
@@ -243,8 +280,6 @@ CLICK_SCHEMA = "user_id STRING, page STRING, dwell_ms BIGINT, event_time TIMESTA
 def stage_click_files(clicks, folder: str, files: int, max_delay_minutes: int) -> List[str]:
     """Writes ``clicks`` cut into ``files`` consecutive slices of arrival time, one Parquet file per
     slice (rows in arrival order), and returns the files in arrival order (empty slices have none)."""
-    import glob
-
     from pyspark.sql import functions as F
 
     # arrivals lie between START and the last visit's end plus the longest delay (and a minute
@@ -442,6 +477,207 @@ def _print_streaming_summary(spark, paths: Dict[str, str], progress, began: floa
             .show(5, truncate=False)
         )
     print(f"Done in {time.time() - began:.1f} s")
+
+
+# ----------------------------------------------------------------------------------- Kafka
+
+KAFKA_TOPICS = {
+    "clicks": "demo-clicks",
+    "sliding": ("demo-sliding-windows", "demo-sliding-late"),
+    "session": ("demo-sessions", "demo-session-late"),
+}
+# microseconds in the JSON values: a sliding window can start 1 µs after a click
+JSON_TIME = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
+WINDOW_JSON_SCHEMA = (
+    "user_id STRING, window_start TIMESTAMP, window_end TIMESTAMP, clicks BIGINT, total_dwell_ms BIGINT, "
+    "max_dwell_ms BIGINT, distinct_pages INT"
+)
+
+
+def click_windows(stream, definition):
+    """Per-user windows of ``definition`` over a stream of clicks, late clicks emitted as rows."""
+    from pyspark.sql import functions as F
+
+    from windowagg import window
+
+    return stream.groupBy("user_id", window("event_time", definition, emit="final", late_rows="emit")).agg(
+        F.count(F.lit(1)).alias("clicks"),
+        F.sum("dwell_ms").alias("total_dwell_ms"),
+        F.max("dwell_ms").alias("max_dwell_ms"),
+        F.size(F.collect_set("page")).alias("distinct_pages"),
+    )
+
+
+def to_kafka_records(windows, windows_topic: str, late_topic: str):
+    """Kafka records keyed by user with JSON values: each final window to ``windows_topic``, each
+    late click (its reason and columns) to ``late_topic``. Spark's sink takes a record's topic from
+    its ``topic`` column, so one query writes both."""
+    from pyspark.sql import functions as F
+
+    is_late = F.col("late_reason").isNotNull()
+    window_value = F.to_json(
+        F.struct(
+            "user_id",
+            F.col("window.start").alias("window_start"),
+            F.col("window.end").alias("window_end"),
+            "clicks",
+            "total_dwell_ms",
+            "max_dwell_ms",
+            "distinct_pages",
+        ),
+        JSON_TIME,
+    )
+    late_value = F.to_json(F.struct("late_reason", "late_row.*"), JSON_TIME)
+    return windows.select(
+        F.when(is_late, F.lit(late_topic)).otherwise(F.lit(windows_topic)).alias("topic"),
+        F.col("user_id").alias("key"),
+        F.when(is_late, late_value).otherwise(window_value).alias("value"),
+    )
+
+
+def _run_kafka(args: argparse.Namespace) -> int:
+    import math
+
+    import windowagg
+    from pyspark.sql import functions as F
+
+    from windowagg import SessionWindows, SlidingWindows
+
+    began = time.time()
+    out = os.path.abspath(args.out or os.path.join("out", "demo-kafka"))
+    shutil.rmtree(out, ignore_errors=True)  # a fresh run: old checkpoints would resume the last one
+    jars = sorted(glob.glob(os.path.join(args.kafka_jars, "*.jar")))
+    spark = windowagg.session(
+        app_name="windowagg-demo-kafka",
+        master=args.master,
+        config={
+            "spark.jars": ",".join(jars),
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.streaming.numRecentProgressUpdates": "1000",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    kafka = {"kafka.bootstrap.servers": args.bootstrap_servers}
+    queries = {}
+    try:
+        clicks = generate_clicks(spark, args.users, args.events, args.seed, max_delay_minutes=args.max_delay_minutes)
+        # one task writes them all, so the topic keeps the arrival order
+        (
+            clicks.select(F.col("user_id").alias("key"), F.to_json(F.struct("*"), JSON_TIME).alias("value"))
+            .coalesce(1)
+            .write.format("kafka")
+            .options(**kafka)
+            .option("topic", KAFKA_TOPICS["clicks"])
+            .save()
+        )
+        print(
+            f"{args.events} clicks of {args.users} users produced in arrival order to {KAFKA_TOPICS['clicks']} "
+            f"at {args.bootstrap_servers} ({time.time() - began:.1f} s)"
+        )
+
+        stream = (
+            spark.readStream.format("kafka")
+            .options(**kafka)
+            .option("subscribe", KAFKA_TOPICS["clicks"])
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", math.ceil(args.events / args.micro_batches))
+            .load()
+            .select(F.from_json(F.col("value").cast("string"), CLICK_SCHEMA, JSON_TIME).alias("click"))
+            .select("click.*")
+        )
+        definitions = {
+            "sliding": SlidingWindows.of("10 minutes").grace(args.grace),
+            "session": SessionWindows.withInactivityGap(args.session_gap).grace(args.grace),
+        }
+        streaming_began = time.time()
+        for name, definition in definitions.items():
+            windows_topic, late_topic = KAFKA_TOPICS[name]
+            queries[name] = (
+                to_kafka_records(click_windows(stream, definition), windows_topic, late_topic)
+                .writeStream.format("kafka")
+                .options(**kafka)
+                .option("checkpointLocation", os.path.join(out, f"checkpoint-{name}"))
+                .outputMode("append")  # final windows: each once, when the watermark passes its end
+                .trigger(availableNow=True)  # everything in the topic now, then one micro-batch for the last watermark
+                .queryName(f"{name}_clicks")
+                .start()
+            )
+        for query in queries.values():
+            query.awaitTermination()
+            if query.exception() is not None:
+                raise RuntimeError(f"the query {query.name} failed: {query.exception()}")
+        streamed_in = time.time() - streaming_began
+        print(f"Streamed them through the sliding and the session query at once in {streamed_in:.1f} s")
+        _print_kafka_summary(spark, kafka, definitions, queries)
+        print(f"Done in {time.time() - began:.1f} s")
+    finally:
+        for query in queries.values():
+            query.stop()
+        spark.stop()
+    return 0
+
+
+def _read_topic(spark, kafka: Dict[str, str], topic: str, schema: str):
+    """Every record of ``topic`` now, its JSON value parsed with ``schema``."""
+    import re
+
+    from pyspark.sql import functions as F
+
+    return (
+        spark.read.format("kafka")
+        .options(**kafka)
+        # as a pattern: a topic no record was written to (no late clicks) was never created, and
+        # reads as empty instead of failing
+        .option("subscribePattern", re.escape(topic))
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), schema, JSON_TIME).alias("v"))
+        .select("v.*")
+    )
+
+
+def _print_kafka_summary(spark, kafka: Dict[str, str], definitions, queries) -> None:
+    from pyspark.sql import functions as F
+
+    for name, query in queries.items():
+        progress = query.recentProgress
+        data_batches = sum(1 for p in progress if p["numInputRows"] > 0)
+        metrics = [(p.get("observedMetrics") or {}).get("windowagg") for p in progress]
+        observed = sum(int(m["late_rows"] or 0) for m in metrics if m is not None)
+        windows_topic, late_topic = KAFKA_TOPICS[name]
+        windows = _read_topic(spark, kafka, windows_topic, WINDOW_JSON_SCHEMA).count()
+        late = _read_topic(spark, kafka, late_topic, f"late_reason STRING, {CLICK_SCHEMA}").count()
+        print(
+            f"{definitions[name].spec}: {sum(p['numInputRows'] for p in progress)} clicks in {data_batches} "
+            f"micro-batches -> {windows} final windows in {windows_topic}, {late} late clicks in {late_topic} "
+            f"(observed metrics: late_rows {observed})"
+        )
+    sessions = _read_topic(spark, kafka, KAFKA_TOPICS["session"][0], WINDOW_JSON_SCHEMA)
+    print(f"The longest sessions, read back from {KAFKA_TOPICS['session'][0]}:")
+    (
+        sessions.withColumn(
+            "minutes", F.round((F.unix_millis("window_end") - F.unix_millis("window_start")) / 60000.0, 1)
+        )
+        .orderBy(F.desc("minutes"), "user_id")
+        .select("user_id", "window_start", "window_end", "minutes", "clicks", "distinct_pages")
+        .show(5, truncate=False)
+    )
+    late = _read_topic(spark, kafka, KAFKA_TOPICS["sliding"][1], f"late_reason STRING, {CLICK_SCHEMA}")
+    print(f"A few late clicks, read back from {KAFKA_TOPICS['sliding'][1]}:")
+    (
+        late.select(
+            "user_id",
+            "event_time",
+            "arrival_time",
+            F.round((F.unix_millis("arrival_time") - F.unix_millis("event_time")) / 60000.0, 1).alias("delay_minutes"),
+        )
+        .orderBy("arrival_time", "user_id")
+        .show(5, truncate=False)
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,120 @@
+"""Kafka in and out: a real Kafka broker (KRaft, started on loopback from its jars by
+dev/kafka_broker.py), Spark's Kafka source and sink, and windowagg's streaming sliding and session
+windows between them. kafka_job.py, a child process whose session has the connector's jars,
+produces the generated clicks (some out of order, some late) to a topic, streams them through one
+query per window kind in several micro-batches, with final windows to one topic and late rows to
+another, and reads every topic back; the windows equal windowagg's batch result over the on-time
+clicks, and the late topics hold exactly the late clicks.
+
+The first run fetches the broker's and the connector's jars with Maven (dev/kafka-jars).
+"""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import kafka_job
+import streaming_support as ss
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "dev"))
+
+import kafka_broker  # noqa: E402 (dev/ is put on the path just above)
+
+EVENTS, LATE_IDS = kafka_job.events()
+
+
+def child_env(**extra):
+    """The environment of a child Spark process: its short-lived JVMs compile with the quick
+    compiler alone, which halves the CPU they take on this small input."""
+    java_options = " ".join(filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), "-XX:TieredStopAtLevel=1"]))
+    return {**os.environ, "JAVA_TOOL_OPTIONS": java_options, **extra}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A running broker for this module's tests, stopped after them whatever happens."""
+    kafka_broker.ensure_jars()
+    with kafka_broker.KafkaBroker(str(tmp_path_factory.mktemp("kafka-broker"))) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def read_back(broker, tmp_path_factory):
+    """What kafka_job.py read back from its output topics."""
+    work = tmp_path_factory.mktemp("kafka-job")
+    out = work / "read-back.json"
+    env = child_env(PYTHONPATH=os.pathsep.join(p for p in [HERE, os.environ.get("PYTHONPATH", "")] if p))
+    done = subprocess.run(
+        [
+            sys.executable, os.path.join(HERE, "kafka_job.py"),
+            broker.bootstrap, str(work), str(out), ",".join(kafka_broker.connector_jars()),
+        ],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:] + "\nbroker log:\n" + broker.log()
+    return json.loads(out.read_text())
+
+
+def test_the_clicks_are_on_time_or_late_as_designed():
+    """The checks below rely on it: every on-time click is at or after the watermark of the
+    micro-batch that reads it (so no final window misses it, as batch would count it), and every
+    late click is more than a window size and a session gap behind it."""
+    reach = max(kafka_job.SLIDING_SECONDS, kafka_job.SESSION_GAP_SECONDS) * ss.SECOND
+    marks = kafka_job.watermarks(EVENTS)
+    for row, mark in zip(EVENTS, marks):
+        if row["id"] in LATE_IDS:
+            assert mark is not None and row["ts"] + reach < mark, row
+        else:
+            assert mark is None or row["ts"] >= mark, row
+    out_of_order = sum(1 for a, b in zip(EVENTS, EVENTS[1:]) if b["ts"] < a["ts"] and b["id"] not in LATE_IDS)
+    assert out_of_order > 20 and len(LATE_IDS) == 12
+
+
+@pytest.mark.parametrize("name", sorted(kafka_job.definitions()))
+def test_windows_read_back_from_kafka_equal_the_batch_windows_of_the_on_time_clicks(spark, read_back, name):
+    on_time = [r for r in EVENTS if r["id"] not in LATE_IDS and r["user"] != kafka_job.FLUSH_USER]
+    expected = kafka_job.batch_windows(spark, on_time, kafka_job.definitions()[name])
+    got = read_back["topics"][name]["windows"]
+    assert len(expected) > 30
+    assert got == expected
+    # several micro-batches of ROWS_PER_BATCH rows, the last window's closing in one more without data
+    assert read_back["data_micro_batches"][name] == math.ceil(len(EVENTS) / kafka_job.ROWS_PER_BATCH) >= 5
+
+
+@pytest.mark.parametrize("name", sorted(kafka_job.definitions()))
+def test_the_late_topic_holds_exactly_the_late_clicks(read_back, name):
+    late = sorted(json.dumps({"late_reason": "late", **r}, sort_keys=True) for r in EVENTS if r["id"] in LATE_IDS)
+    assert read_back["topics"][name]["late"] == late
+    assert read_back["observed_late_rows"][name] == len(LATE_IDS)
+    assert read_back["topics"][name]["keys_not_their_user"] == 0
+
+
+def test_the_demo_streams_clicks_through_kafka(broker, tmp_path):
+    """The demo's Kafka mode (what dev/demo --kafka runs, here against this module's broker; its
+    topics are its own) on a small input: every click is read, in the micro-batches asked for, and
+    each query's late topic holds the late clicks its metrics count."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "windowagg.demo", "--kafka", "--master", "local[2]",
+            "--bootstrap-servers", broker.bootstrap, "--kafka-jars", kafka_broker.CONNECTOR_JARS,
+            "--users", "10", "--events", "800", "--micro-batches", "3", "--out", str(tmp_path / "demo"),
+        ],
+        capture_output=True, text=True, timeout=600, env=child_env(),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = re.findall(
+        r"^(sliding|session) .*: 800 clicks in 3 micro-batches -> (\d+) final windows in \S+, (\d+) late clicks "
+        r"in \S+ \(observed metrics: late_rows (\d+)\)$",
+        done.stdout,
+        re.MULTILINE,
+    )
+    assert [kind for kind, *_ in summary] == ["sliding", "session"], done.stdout
+    for _kind, windows, late, observed in summary:
+        assert int(windows) > 0 and late == observed
+    assert "The longest sessions, read back from demo-sessions:" in done.stdout
