@@ -684,10 +684,11 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
              "watermark move) is done.")
     L.append("- **Events per second** = events / sum of the micro-batches' `durationMs.triggerExecution` "
              "(query progress, no-data batches included). **State rows** = `stateOperators[].numRowsTotal` after "
-             "each micro-batch, summed over the query's state operators. For windowagg it counts every row of its "
-             "state variables: one partial aggregate per distinct (key, time) still needed, plus per key the "
-             "`finalBefore` point and the pending timer (and the timer index). For Spark's aggregations it is one "
-             "row per (key, open window).")
+             "each micro-batch, summed over the query's state operators. For windowagg (0.3.0 on) it counts every "
+             "row of its state variables: per key one block of up to 64 partial aggregates per state row (one "
+             "partial per distinct time still needed), one progress row (the `finalBefore` point, the timer, the "
+             "blocks' keys), and Spark's rows for the pending timer (and the timer index). For Spark's "
+             "aggregations it is one row per (key, open window).")
     L.append("- Before each timed run the harness waits for the machine to be quiet and records the CPU other "
              "processes took during the run (`/proc`); runs where that exceeded "
              f"{res['args']['contended']} cores are marked *contended*.\n")

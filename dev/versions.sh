@@ -21,3 +21,5 @@ FURO_VERSION=2025.12.19
 # runs on Spark 4.3 (tests/test_kafka.py checks its source and sink).
 KAFKA_VERSION=4.3.1
 SPARK_KAFKA_VERSION=4.2.0
+# the benchmarks' plots in docs/ (bench/*.py)
+MATPLOTLIB_VERSION=3.10.8
