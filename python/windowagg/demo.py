@@ -131,7 +131,14 @@ def sliding_activity(clicks, size: str = "10 minutes"):
         F.sum("dwell_ms").alias("total_dwell_ms"),
         F.max("dwell_ms").alias("max_dwell_ms"),
         F.size(F.collect_set("page")).alias("distinct_pages"),
-    ).select(
+    ).select(*_activity_columns())
+
+
+def _activity_columns():
+    """The columns of a window's activity, as sliding_activity gives them and the Kafka demo writes them."""
+    from pyspark.sql import functions as F
+
+    return [
         "user_id",
         F.col("window.start").alias("window_start"),
         F.col("window.end").alias("window_end"),
@@ -139,7 +146,7 @@ def sliding_activity(clicks, size: str = "10 minutes"):
         "total_dwell_ms",
         "max_dwell_ms",
         "distinct_pages",
-    )
+    ]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -515,18 +522,7 @@ def to_kafka_records(windows, windows_topic: str, late_topic: str):
     from pyspark.sql import functions as F
 
     is_late = F.col("late_reason").isNotNull()
-    window_value = F.to_json(
-        F.struct(
-            "user_id",
-            F.col("window.start").alias("window_start"),
-            F.col("window.end").alias("window_end"),
-            "clicks",
-            "total_dwell_ms",
-            "max_dwell_ms",
-            "distinct_pages",
-        ),
-        JSON_TIME,
-    )
+    window_value = F.to_json(F.struct(*_activity_columns()), JSON_TIME)
     late_value = F.to_json(F.struct("late_reason", "late_row.*"), JSON_TIME)
     return windows.select(
         F.when(is_late, F.lit(late_topic)).otherwise(F.lit(windows_topic)).alias("topic"),
