@@ -3,9 +3,10 @@ test_connect.py (a process whose PySpark has connected to a server stays in Conn
 
     python tests/connect_job.py sc://localhost:PORT OUT.json STREAM_INPUT_DIR
 
-Writes the rows of every query of `queries`, the conditions of `errors` and the output of the
-streaming query of `streamed` to OUT.json; the test runs the same on its classic session and
-compares.
+Writes the rows of every query of `queries`, the windowagg metrics of `metric_counts` (and the
+errors of `metrics_errors`, whose write goes to STREAM_INPUT_DIR-written), the conditions of
+`errors` and the output of the streaming query of `streamed` to OUT.json; the test runs the same
+on its classic session and compares.
 """
 
 import json
@@ -64,6 +65,58 @@ def queries(spark):
         "k", w.window("t", w.SlidingWindows.of("10 minutes"), time_unit="seconds")
     ).agg(F.sum("v").alias("s")).select("k", "window.start", "window.end", "s")
     return out
+
+
+def metric_queries(spark):
+    """name -> (DataFrame, action) whose windowagg.metrics are compared: rows with a null time, rows
+    a definition leaves in no window, session rows with an invalid gap, and two operators in one plan."""
+    from pyspark.sql import functions as F
+
+    import windowagg as w
+
+    rows = [
+        (f"k{i % 3}", None if i % 10 == 0 else (i * 7919) % 5000, i % 11, i,
+         None if i % 14 == 0 else -60 if i % 7 == 0 else 300)
+        for i in range(100)
+    ]
+    df = spark.createDataFrame(rows, "k string, t long, v long, seq long, g long")
+    # a key's first row of every 4, and its rows after its last 4th, are in no window
+    storm = df.groupBy("k", w.window("t", w.CountWindows.of(3).slide(4).tieBreak("seq"))).agg(F.sum("v").alias("s"))
+    unlimited = df.groupBy("k", w.window("t", w.UnlimitedWindows.of().startOn(1000))).agg(F.sum("v").alias("s"))
+    sessions = df.groupBy("k", w.window("t", w.SessionWindows.withDynamicGap("g"))).agg(F.sum("v").alias("s"))
+    return {
+        "count windows": (storm, lambda d: d.collect()),
+        "unlimited and sessions": (unlimited.unionByName(sessions), lambda d: d.toPandas()),
+    }
+
+
+def metric_counts(spark):
+    """name -> [windowagg.metrics after the query's action, its number of output rows]."""
+    import windowagg as w
+
+    counts = {}
+    for name, (df, action) in metric_queries(spark).items():
+        output_rows = len(action(df))
+        counts[name] = [w.metrics(df), output_rows]
+    return counts
+
+
+def metrics_errors(spark, folder):
+    """The errors of windowagg.metrics on a Connect DataFrame before any action, and after a write
+    (whose command returns no plan metrics)."""
+    import windowagg as w
+
+    def error(df):
+        try:
+            w.metrics(df)
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    df, _ = metric_queries(spark)["count windows"]
+    before = error(df)
+    df.write.parquet(folder)
+    return {"before an action": before, "after a write": error(df)}
 
 
 def streamed(spark, folder):
@@ -141,6 +194,8 @@ def main(url, path, folder):
     spark = SparkSession.builder.remote(url).getOrCreate()
     result = {
         "queries": {name: rows(df) for name, df in queries(spark).items()},
+        "metrics": metric_counts(spark),
+        "metrics errors": metrics_errors(spark, folder + "-written"),
         "errors": errors(spark),
         "streamed": streamed(spark, folder),
     }

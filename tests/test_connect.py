@@ -2,8 +2,9 @@
 (sbin/start-connect-server.sh, with the windowagg jar and extension), queried by a child process
 through SparkSession.builder.remote(...). Every query of connect_job.py (the DataFrame API with each
 window kind, the SQL grouping and table functions, Storm's window view, an epoch column, a streaming
-query with late rows and its observed metrics) gives the same rows as on the classic session, and
-errors carry the same conditions and SQLSTATEs.
+query with late rows and its observed metrics) gives the same rows as on the classic session,
+windowagg.metrics gives the same counts from the plan metrics the server returns (and an error before
+an action), and errors carry the same conditions and SQLSTATEs.
 """
 
 import json
@@ -87,6 +88,16 @@ def test_every_query_gives_the_same_rows_on_connect_as_on_a_classic_session(spar
     for name, got in remote["queries"].items():
         assert got, f"{name}: no rows"
         assert got == classic[name], name
+    classic_metrics = connect_job.metric_counts(spark)
+    assert remote["metrics"] == classic_metrics
+    storm, storm_rows = classic_metrics["count windows"]
+    assert storm["windows"] == storm_rows > 0 and storm["nullTimeRows"] == 10 and storm["unwindowedRows"] > 0
+    both, both_rows = classic_metrics["unlimited and sessions"]
+    assert both["inputRows"] == 200 and both["nullTimeRows"] == 20  # the rows of two operators, summed
+    assert both["windows"] == both_rows and both["unwindowedRows"] > 0 and both["invalidGapRows"] > 0
+    assert "no action ran on this DataFrame yet" in remote["metrics errors"]["before an action"]
+    assert "returned no plan metrics" in remote["metrics errors"]["after a write"]
+
     streamed_rows, late = connect_job.streamed(spark, str(tmp_path / "classic-in"))
     assert remote["streamed"] == [streamed_rows, late]
     assert late == 1 and any('"late_reason": "late"' in r for r in streamed_rows)

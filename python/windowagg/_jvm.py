@@ -7,11 +7,11 @@ from typing import Any, NoReturn, Optional
 
 _CONNECT_MESSAGE = (
     "this needs a classic (py4j) SparkSession: windowagg.session() and windowagg.configure() put the "
-    "jar into a local Spark driver, and metrics(df) reads its executed plan. On Spark Connect the "
-    "server runs windowagg: start it with --jars <windowagg jar> --conf "
-    "spark.sql.extensions=windowagg.spark.WindowAggExtensions (windowagg.jar_path() gives the jar), "
-    "connect with SparkSession.builder.remote(...), and use window(), the window classes and the SQL "
-    "functions as on a classic session; the observed metrics of streaming queries count late rows there."
+    "jar into a local Spark driver. On Spark Connect the server runs windowagg: start it with --jars "
+    "<windowagg jar> --conf spark.sql.extensions=windowagg.spark.WindowAggExtensions "
+    "(windowagg.jar_path() gives the jar), connect with SparkSession.builder.remote(...), and use "
+    "window(), the window classes, the SQL functions and metrics(df) (after df.collect()) as on a "
+    "classic session; the observed metrics of streaming queries count late rows there."
 )
 
 _NO_JAR_MESSAGE = (

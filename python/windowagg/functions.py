@@ -257,6 +257,12 @@ def _view(name: str, aggregate: "Column") -> "Column":
     return Column(getattr(_jvm.jvm_class(jvm, _FUNCTIONS), name)(_java_column(aggregate)))
 
 
+# WindowAggregateExec's SQL metrics (WindowAggregateExec.metricNames on the JVM) and its node name in
+# Spark Connect's plan metrics (SparkPlan.nodeName: the class name without "Exec").
+_METRIC_NAMES = ("inputRows", "nullTimeRows", "invalidGapRows", "unwindowedRows", "windows")
+_OPERATOR_NODE_NAME = "WindowAggregate"
+
+
 def metrics(df: "DataFrame") -> Dict[str, int]:
     """The metrics of the windowagg operators in ``df``'s executed plan, after an action on ``df``.
 
@@ -273,17 +279,58 @@ def metrics(df: "DataFrame") -> Dict[str, int]:
     >>> counts["inputRows"], counts["nullTimeRows"], counts["windows"]
     (2, 1, 1)
 
+    On a Spark Connect session it reads the plan metrics the server returns with the result of
+    ``collect()``, ``toPandas()`` or ``toArrow()`` on ``df`` (PySpark's ``df.executionInfo``): the same
+    counts, but those of operators inside a subquery are not among them. Before such an action it
+    raises a RuntimeError.
+
     :returns: a dict with ``"inputRows"`` (rows read by the windowagg operators),
         ``"nullTimeRows"`` (rows whose time was null: not windowed, but counted),
         ``"invalidGapRows"`` (session rows whose per-row gap was null or not positive),
         ``"unwindowedRows"`` (rows whose time is in no window of the definition) and
         ``"windows"`` (windows output), summed over the plan's windowagg operators.
+    :raises TypeError: for anything but a DataFrame.
+    :raises RuntimeError: on Spark Connect, for a DataFrame without an action's plan metrics.
     """
+    from pyspark.sql import DataFrame
+
+    if not isinstance(df, DataFrame):
+        raise TypeError(f"expected a pyspark DataFrame, not {type(df).__name__}")
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
-        if _jvm.is_connect_active() or type(df).__module__.startswith("pyspark.sql.connect"):
-            raise _jvm.connect_error()
-        raise TypeError(f"expected a pyspark DataFrame, not {type(df).__name__}")
+        return _connect_metrics(df)
     jvm = _jvm.active_jvm()
     jmap = _jvm.jvm_class(jvm, _FUNCTIONS).metrics(jdf)
     return {str(key): int(value) for key, value in dict(jmap).items()}
+
+
+def _connect_metrics(df: "DataFrame") -> Dict[str, int]:
+    """:func:`metrics` of a Spark Connect DataFrame, from the plan metrics of its last action: the
+    server sends every node of the executed plan (through adaptive execution and whole-stage codegen)."""
+    info = df.executionInfo
+    if info is None:
+        raise RuntimeError(
+            "windowagg.metrics(df) on Spark Connect reads the plan metrics the server returns with an "
+            "action's result, and no action ran on this DataFrame yet: call df.collect() or df.toPandas() "
+            "first (df.count() or df.show() run another DataFrame's plan)"
+        )
+    if info.metrics is None:
+        raise RuntimeError(
+            "the last action on this DataFrame returned no plan metrics (a writer or a view returns "
+            "none): call df.collect() or df.toPandas() before windowagg.metrics(df)"
+        )
+    _, nodes = info.metrics.extract_graph()  # by plan id: a node is counted once
+    totals = dict.fromkeys(_METRIC_NAMES, 0)
+    for node in nodes.values():
+        if node.name != _OPERATOR_NODE_NAME:
+            continue
+        values = {metric.name: metric.value for metric in node.metrics}
+        missing = [name for name in _METRIC_NAMES if name not in values]
+        if missing:
+            raise RuntimeError(
+                f"the server's plan node {_OPERATOR_NODE_NAME} has no metric {', '.join(missing)}: "
+                "does the Connect server run the windowagg jar of this package's version?"
+            )
+        for name in _METRIC_NAMES:
+            totals[name] += int(values[name])
+    return totals
