@@ -6,8 +6,8 @@ same sources compiled against that line, method by method.
 The only differences allowed are Scala trait forwarders present in one build only: a class mixing in
 a Spark trait gets a forwarder for each of the trait's methods (and an object's static mirror class
 one for each of those), so a method the trait has in one Spark line and not in the other gives a
-forwarder in that line's build alone. windowagg calls none
-of them (the other build compiled without them) and that line's Spark does not know them.
+forwarder in that line's build alone. windowagg calls none of them (the other build compiled
+without them) and that line's Spark does not know them.
 Any other difference (a Spark method whose signature differs between the lines, a constant Spark
 inlines) means the shipped jar would fail on that line: the script names it and exits 1.
 Prints one line: "class files: N compared, M differ only in trait forwarders".
@@ -20,8 +20,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-# A method header in `javap -c -p` output (two spaces in), and one instruction ("   12: aload_1").
-METHOD_HEADER = re.compile(r"^  \S.*\);$|^  \S.*\) throws .*;$")
+# A method header in `javap -c -p` output (two spaces in; a static initializer is "public static {};"),
+# and one instruction ("   12: aload_1").
+METHOD_HEADER = re.compile(r"^  \S.*\);$|^  \S.*\) throws .*;$|^  \S.*static \{\};$")
 INSTRUCTION = re.compile(r"^\s+\d+: (\w+)(.*)$")
 LOAD = re.compile(r"^[ailfd]load(_\d)?$")
 
