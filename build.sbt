@@ -1,8 +1,11 @@
-// windowagg: one jar (core + Spark adapters) for Spark 4.3 / Scala 2.13.
+// windowagg: one jar (core + Spark adapters) for Spark 4.1, 4.2 and 4.3, Scala 2.13.
 //
-// Spark is a provided dependency. Its 4.3 artifacts are taken from the pinned PySpark distribution
-// (SPARK_JARS_DIR, set by build/sbt), so compilation and tests run against the very jars a PySpark
-// user's session loads.
+// Spark is a provided dependency. The jar is compiled against the pinned PySpark's Spark 4.3 (its
+// jars/ folder, SPARK_JARS_DIR, set by build/sbt; Spark 4.3 is not on Maven Central), so compilation
+// and tests run against the very jars a PySpark user's session loads. `-Dspark.version=4.1.3` (a
+// release of an older line) builds the same sources against that Spark from Maven Central instead,
+// into jvm/spark/target/spark<line>/ as windowagg-<version>-spark<line>.jar: dev/test-spark-version
+// compares its class files with the shipped jar's and can run the ScalaTest suites on that Spark.
 
 ThisBuild / organization := "io.windowagg"
 ThisBuild / version := "0.3.0"
@@ -14,11 +17,23 @@ val scalaCheck = Seq(
   "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
   "org.scalacheck" %% "scalacheck" % "1.18.1" % Test)
 
+/** A release of an older Spark line to build against, from Maven Central (`-Dspark.version`). */
+val sparkRelease: Option[String] = sys.props.get("spark.version").filter(_.nonEmpty).map {
+  case release @ OlderLineRelease() => release
+  case other => sys.error(s"-Dspark.version=$other: builds against another Spark take a 4.1.x or 4.2.x release; 4.3 is the default build")
+}
+lazy val OlderLineRelease = """4\.[12]\.\d+""".r
+/** "4.1" for 4.1.3: names the build's folder and jar. */
+lazy val sparkLine: Option[String] = sparkRelease.map(_.split('.').take(2).mkString("."))
+
 lazy val sparkJars = Def.setting {
-  val dir = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
-    sys.error("SPARK_JARS_DIR is not set: run sbt through build/sbt, which reads it from .venv"))
-  // scala-library and friends come from sbt itself at the same version
-  (dir ** "*.jar").get.filterNot(_.getName.matches("scala-(library|reflect|compiler)-.*"))
+  if (sparkRelease.isDefined) Nil
+  else {
+    val dir = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
+      sys.error("SPARK_JARS_DIR is not set: run sbt through build/sbt, which reads it from .venv"))
+    // scala-library and friends come from sbt itself at the same version
+    (dir ** "*.jar").get.filterNot(_.getName.matches("scala-(library|reflect|compiler)-.*"))
+  }
 }
 
 // Spark's own JVM flags for Java 17 (from org.apache.spark.launcher.JavaModuleOptions).
@@ -68,9 +83,12 @@ lazy val spark = (project in file("jvm/spark"))
   .settings(
     name := "windowagg",
     libraryDependencies ++= scalaTest +: scalaCheck,
+    libraryDependencies ++= sparkRelease.toSeq.map(v => "org.apache.spark" %% "spark-sql" % v % Provided),
     Compile / unmanagedJars ++= sparkJars.value.map(Attributed.blank),
+    // an older line builds apart, so switching lines never recompiles the default build
+    target := sparkLine.fold(baseDirectory.value / "target")(line => baseDirectory.value / "target" / s"spark$line"),
     Compile / packageBin / mappings ++= (core / Compile / packageBin / mappings).value,
-    Compile / packageBin / artifactPath := target.value / s"windowagg-${version.value}.jar",
+    Compile / packageBin / artifactPath := target.value / s"windowagg-${version.value}${sparkLine.fold("")(l => s"-spark$l")}.jar",
     // published as one artifact, io.windowagg:windowagg_2.13 (dev/publish-local): the core is inside
     // the jar, so neither it nor the test-only examples are dependencies in its POM or ivy.xml; Spark
     // is provided by the cluster

@@ -3,6 +3,11 @@
 # the Spark a Python user runs.
 WINDOWAGG_VERSION=0.3.0
 PYSPARK_VERSION=4.3.0
+# The older Spark lines the same jar runs on, each the newest release both on Maven Central (the
+# Spark to compile against for comparison) and on PyPI (the PySpark to test with):
+# dev/test-spark-version 4.1 (run by dev/test) or 4.2
+SPARK_4_1_VERSION=4.1.3
+SPARK_4_2_VERSION=4.2.0
 PYTEST_VERSION=9.2.0
 # pandas and pyarrow: PySpark's pandas UDFs, which a test uses to check they are rejected
 PANDAS_VERSION=2.3.3

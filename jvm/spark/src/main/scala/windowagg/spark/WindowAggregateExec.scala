@@ -5,10 +5,11 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
-import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, ClusteredDistribution, Distribution, Partitioning}
+import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, Distribution, Partitioning}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
+import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{ResolvedWindows, RowWindows}
 import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
@@ -45,7 +46,7 @@ case class WindowAggregateExec(
   override def outputPartitioning: Partitioning = child.outputPartitioning
 
   override def requiredChildDistribution: Seq[Distribution] =
-    if (keys.isEmpty) AllTuples :: Nil else ClusteredDistribution(keys) :: Nil
+    if (keys.isEmpty) AllTuples :: Nil else SparkInternals.clusteredDistribution(keys) :: Nil
 
   private def rowWindows: Option[RowWindows] = windows match {
     case r: RowWindows => Some(r)

@@ -4,6 +4,7 @@ import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, PythonUDF}
+import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.classic.ExpressionUtils
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
@@ -13,6 +14,11 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
  * (Column <-> Catalyst expression, Python eval types, walking adaptive plans); it lives in Spark's
  * package for that reason. Catalyst's expression and plan classes themselves are the extension
  * points SparkSessionExtensions offers and are used directly by windowagg.spark.
+ *
+ * It is also where the Spark 4 lines windowagg supports (4.1, 4.2, 4.3) differ in binary form: the
+ * jar is compiled against 4.3 and runs on all three, so whatever 4.3 declares differently is
+ * reached here without linking to 4.3's signature. Compiling against each line
+ * (build/sbt -Dspark.version=...) and comparing the class files shows that only these differ.
  */
 object SparkInternals extends AdaptiveSparkPlanHelper {
 
@@ -36,4 +42,21 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
     collectWithSubqueries(plan)(pick)
 
   def executedPlan(df: Dataset[_]): SparkPlan = df.queryExecution.executedPlan
+
+  /**
+   * Rows clustered by `keys`, every other parameter at its default. ClusteredDistribution is a case
+   * class whose parameter list grew in Spark 4.3 (allowNullKeySpreading), so its companion's apply
+   * and defaults are found by reflection, once, rather than linked to one line's signature.
+   */
+  def clusteredDistribution(keys: Seq[Expression]): Distribution = clusteredBy(keys)
+
+  private lazy val clusteredBy: Seq[Expression] => Distribution = {
+    val companion = ClusteredDistribution
+    val methods = companion.getClass.getMethods.toSeq
+    val apply = methods
+      .find(m => m.getName == "apply" && m.getParameterCount > 0 && m.getParameterTypes.head == classOf[Seq[_]])
+      .getOrElse(throw new IllegalStateException(s"this Spark's ClusteredDistribution has no apply(Seq, ...): ${methods.mkString(", ")}"))
+    val defaults = (2 to apply.getParameterCount).map(i => companion.getClass.getMethod(s"apply$$default$$$i").invoke(companion))
+    keys => apply.invoke(companion, (keys +: defaults): _*).asInstanceOf[Distribution]
+  }
 }
