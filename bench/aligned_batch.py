@@ -55,9 +55,7 @@ Re-render the report:           .venv/bin/python bench/aligned_batch.py --report
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import functools
-import json
 import sys
 import time
 from pathlib import Path
@@ -65,11 +63,12 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
+import report  # noqa: E402
 from harness import log, ratio  # noqa: E402
 
-REPO = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
-DOCS = REPO / "docs"
+DOC = report.DOCS / "benchmarks-aligned.md"
+IMG = report.DOCS / "img" / "aligned_batch.png"
+NOTES = BENCH_DIR / "aligned_batch_notes.md"
 SECTIONS = ["hopping", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s, so no window boundary coincides with the first event
 BASE_MS = 1_699_920_000_000 + 1_234_567
@@ -81,7 +80,6 @@ CAL_SPEC = "calendar 1 month"
 CAL_ZONE = "America/New_York"
 CAL_ZONE_SPEC = f"calendar 1 month in ''{CAL_ZONE}''"  # inside the SQL string literal of windows(ts, '...')
 AGG_SQL = "sum(v) AS s, count(1) AS n, avg(v) AS a"
-PAGE = "benchmarks-aligned.md"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -110,41 +108,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, help="seconds per run before it is cancelled (default 300; quick 120)")
     p.add_argument("--hop-timeout", type=float,
                    help="timeout of Spark's hopping cells, which copy every row 360 times (default 900; quick 120)")
-    p.add_argument("--hop-check-keys", type=int,
+    p.add_argument("--hop-check-keys", type=int, default=1,
                    help="keys (k < N) of the hopping correctness join, whose Spark side is slow (default 1)")
     p.add_argument("--hop-sub-keys", type=int,
                    help="keys (k < N) of the hopping subset cells, where Spark finishes (default: a tenth of --keys)")
     p.add_argument("--long-run", type=float, default=60.0,
                    help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one "
                         "timed run (60)")
-    harness.add_run_args(p, PAGE)
-    p.add_argument("--report", metavar="JSON", nargs="+",
-                   help="only re-render the docs from results file(s); with several, each later file's sections "
-                        "replace or add to the first's and keep their own run time and git commit")
+    harness.add_contention_args(p)
+    harness.add_session_args(p)
+    harness.add_output_args(p, DOC.name, several_reports=True)
     a = p.parse_args(argv)
-    q = a.quick
-    a.rows = a.rows or (200_000 if q else 2_000_000)
-    a.keys = a.keys or (10 if q else 100)
+    harness.defaults(a, rows=(2_000_000, 200_000), keys=(100, 10), cal_rows=(4_000_000, 200_000),
+                     cal_keys=(100, 5), sliding_rows=(4_000_000, 200_000), sliding_keys=(1000, 50),
+                     session_rows=(4_000_000, 200_000), session_keys=(1000, 100), reps=(3, 2),
+                     timeout=(300.0, 120.0), hop_timeout=(900.0, 120.0))
     a.cum_rows = a.cum_rows or a.rows
     a.cum_keys = a.cum_keys or a.keys
-    a.cal_rows = a.cal_rows or (200_000 if q else 4_000_000)
-    a.cal_keys = a.cal_keys or (5 if q else 100)
-    a.sliding_rows = a.sliding_rows or (200_000 if q else 4_000_000)
-    a.sliding_keys = a.sliding_keys or (50 if q else 1000)
-    a.session_rows = a.session_rows or (200_000 if q else 4_000_000)
-    a.session_keys = a.session_keys or (100 if q else 1000)
-    a.reps = a.reps or (2 if q else 3)
-    a.timeout = a.timeout or (120.0 if q else 300.0)
-    a.hop_timeout = a.hop_timeout or (120.0 if q else 900.0)
-    a.hop_check_keys = a.hop_check_keys or 1
     a.hop_sub_keys = a.hop_sub_keys or max(1, a.keys // 10)
-    a.tag = a.tag or ("quick" if q else "full")
-    if a.docs is None:
-        a.docs = not q
-    a.sections = [s.strip() for s in a.sections.split(",") if s.strip()]
-    for s in a.sections:
-        if s not in SECTIONS:
-            p.error(f"unknown section {s!r}")
+    a.sections = harness.subset(p, a.sections, SECTIONS, "section")
     return a
 
 
@@ -165,24 +147,7 @@ def aligned_input(spark, rows: int, keys: int, span_s: float, seed: int, partiti
             .repartition(partitions))
 
 
-def cache_input(df, name: str) -> tuple[object, dict]:
-    from pyspark.sql import functions as F
-    t0 = time.perf_counter()
-    df = df.cache()
-    r = df.agg(F.count("*").alias("n"), F.countDistinct("k").alias("keys"),
-               F.min("ts").alias("lo"), F.max("ts").alias("hi")).collect()[0]
-    info = {"rows": r["n"], "keys": r["keys"], "ts_min": str(r["lo"]), "ts_max": str(r["hi"]),
-            "partitions": df.rdd.getNumPartitions(), "cache_s": round(time.perf_counter() - t0, 1)}
-    log(f"input {name} cached: {info}")
-    return df, info
-
-
 # ------------------------------------------------------------------------------ queries
-
-def spark_aggs():
-    from pyspark.sql import functions as F
-    return [F.sum("v").alias("s"), F.count(F.lit(1)).alias("n"), F.avg("v").alias("a")]
-
 
 def flat(df, window_col="window"):
     """(k, start, end, s, n, a) from a groupBy result with a window struct column."""
@@ -193,7 +158,7 @@ def flat(df, window_col="window"):
 
 def q_windows(df, spec: str):
     from pyspark.sql import functions as F
-    return df.groupBy("k", F.expr(f"windows(ts, '{spec}')").alias("window")).agg(*spark_aggs())
+    return df.groupBy("k", F.expr(f"windows(ts, '{spec}')").alias("window")).agg(*harness.sum_count_avg())
 
 
 def q_window_agg(spark, df, spec: str, view: str):
@@ -204,13 +169,13 @@ def q_window_agg(spark, df, spec: str, view: str):
 def q_spark_window(df, size: str, slide: str | None = None):
     from pyspark.sql import functions as F
     w = F.window("ts", size, slide) if slide else F.window("ts", size)
-    return df.groupBy("k", w.alias("window")).agg(*spark_aggs())
+    return df.groupBy("k", w.alias("window")).agg(*harness.sum_count_avg())
 
 
 def q_date_trunc(df):
     """The nearest built-in to calendar months (a batch hash aggregation; not usable in streaming)."""
     from pyspark.sql import functions as F
-    return df.groupBy("k", F.date_trunc("month", "ts").alias("month")).agg(*spark_aggs())
+    return df.groupBy("k", F.date_trunc("month", "ts").alias("month")).agg(*harness.sum_count_avg())
 
 
 def flat_date_trunc(df, zone: str | None = None):
@@ -222,7 +187,7 @@ def flat_date_trunc(df, zone: str | None = None):
         return q_date_trunc(df).select("k", F.col("month").alias("start"),
                                        (F.col("month") + F.expr("INTERVAL 1 MONTH")).alias("end"), "s", "n", "a")
     local = F.date_trunc("month", F.from_utc_timestamp("ts", zone))
-    return (df.groupBy("k", local.alias("lm")).agg(*spark_aggs())
+    return (df.groupBy("k", local.alias("lm")).agg(*harness.sum_count_avg())
             .select("k", F.to_utc_timestamp("lm", zone).alias("start"),
                     F.to_utc_timestamp(F.col("lm") + F.expr("INTERVAL 1 MONTH"), zone).alias("end"), "s", "n", "a"))
 
@@ -238,7 +203,7 @@ def q_union24(df):
     parts = []
     for h in range(1, 25):
         parts.append(df.where(F.hour("ts") < h)
-                     .groupBy("k", F.window("ts", "1 day").alias("window")).agg(*spark_aggs())
+                     .groupBy("k", F.window("ts", "1 day").alias("window")).agg(*harness.sum_count_avg())
                      .select("k", F.col("window.start").alias("start"),
                              (F.col("window.start") + F.expr(f"INTERVAL {h} HOURS")).alias("end"), "s", "n", "a"))
     return functools.reduce(lambda x, y: x.unionAll(y), parts)
@@ -280,25 +245,18 @@ def compare(left, right) -> dict:
             "mean_rows_per_window": r["mean_rows"]}
 
 
-def plan_of(df) -> str:
-    try:
-        return str(df._jdf.queryExecution().executedPlan().toString())
-    except Exception as e:  # noqa: BLE001
-        return f"<no plan: {e}>"
-
-
 # ------------------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.report:
-        render([Path(x) for x in a.report])
+        rerender([Path(x) for x in a.report])
         return 0
     log(f"args: {vars(a)}")
     spark, res = harness.start(a, "windowagg-bench-aligned", "aligned_batch")
     if res is None:
         return 1
-    out = RESULTS_DIR / f"aligned_batch-{a.tag}.json"
+    out = harness.results_path("aligned_batch", a.tag)
     res.update({
         "sections": {},
         "runs": [],
@@ -306,7 +264,7 @@ def main(argv=None) -> int:
     })
 
     def save():
-        harness.write_json(res, out)
+        return harness.write_json(res, out)
 
     runner = harness.Runner(spark, a.timeout)
 
@@ -332,7 +290,7 @@ def main(argv=None) -> int:
     aligned = None
     if {"hopping", "tumbling"} & set(a.sections):
         span = a.hours * 3600
-        aligned, info = cache_input(aligned_input(spark, a.rows, a.keys, span, a.seed, a.shuffle_partitions), "aligned")
+        aligned, info = harness.cache_input(aligned_input(spark, a.rows, a.keys, span, a.seed, a.shuffle_partitions), "aligned")
         res["aligned_input"] = {**info, "span_s_per_key": span, "rows_per_key": a.rows // a.keys,
                                 "rows_per_second_per_key": (a.rows // a.keys) / span}
 
@@ -340,8 +298,8 @@ def main(argv=None) -> int:
         from pyspark.sql import functions as F
         sec = section("hopping", f"Hopping 1 hour every 10 seconds ({a.rows:,} rows, {a.keys} keys, {a.hours:g} h)",
                       spec=HOP_SPEC, input="aligned")
-        sec["plan_windowagg"] = plan_of(q_windows(aligned, HOP_SPEC))
-        sec["plan_spark"] = plan_of(q_spark_window(aligned, "1 hour", "10 seconds"))
+        sec["plan_windowagg"] = harness.plan_of(q_windows(aligned, HOP_SPEC))
+        sec["plan_spark"] = harness.plan_of(q_spark_window(aligned, "1 hour", "10 seconds"))
         if a.check:
             t0 = time.perf_counter()
             sub = aligned.where(F.col("k") < a.hop_check_keys)
@@ -360,7 +318,7 @@ def main(argv=None) -> int:
         cell(sec, "windowagg_tvf", lambda: q_window_agg(spark, aligned, HOP_SPEC, "src_aligned"))
         # Spark copies every row 360 times: on a subset of the keys it finishes, on the whole input it
         # may hit the timeout, so both are measured (the subset first)
-        hsub, info = cache_input(aligned.where(F.col("k") < a.hop_sub_keys), "hopping key subset")
+        hsub, info = harness.cache_input(aligned.where(F.col("k") < a.hop_sub_keys), "hopping key subset")
         sec["subset"] = {**info, "keys_below": a.hop_sub_keys}
         cell(sec, "windowagg_sub", lambda: q_windows(hsub, HOP_SPEC))
         cell(sec, "spark_sub", lambda: q_spark_window(hsub, "1 hour", "10 seconds"), timeout=a.hop_timeout)
@@ -370,8 +328,8 @@ def main(argv=None) -> int:
     if "tumbling" in a.sections:
         sec = section("tumbling", f"Tumbling 1 minute ({a.rows:,} rows, {a.keys} keys, {a.hours:g} h)",
                       spec=TUMBLE_SPEC, input="aligned")
-        sec["plan_windowagg"] = plan_of(q_windows(aligned, TUMBLE_SPEC))
-        sec["plan_spark"] = plan_of(q_spark_window(aligned, "1 minute"))
+        sec["plan_windowagg"] = harness.plan_of(q_windows(aligned, TUMBLE_SPEC))
+        sec["plan_spark"] = harness.plan_of(q_spark_window(aligned, "1 minute"))
         if a.check:
             t0 = time.perf_counter()
             sec["check"] = compare(flat(q_windows(aligned, TUMBLE_SPEC)), flat(q_spark_window(aligned, "1 minute")))
@@ -386,7 +344,7 @@ def main(argv=None) -> int:
 
     if "cumulative" in a.sections:
         span = a.cum_days * 86400
-        cum, info = cache_input(aligned_input(spark, a.cum_rows, a.cum_keys, span, a.seed + 10, a.shuffle_partitions),
+        cum, info = harness.cache_input(aligned_input(spark, a.cum_rows, a.cum_keys, span, a.seed + 10, a.shuffle_partitions),
                                 "cumulative")
         res["cumulative_input"] = {**info, "span_s_per_key": span, "rows_per_key": a.cum_rows // a.cum_keys}
         sec = section("cumulative", f"Cumulative 1 hour up to 1 day ({a.cum_rows:,} rows, {a.cum_keys} keys, "
@@ -406,14 +364,14 @@ def main(argv=None) -> int:
 
     if "calendar" in a.sections:
         span = a.cal_years * 365.25 * 86400
-        cal, info = cache_input(aligned_input(spark, a.cal_rows, a.cal_keys, span, a.seed + 20, a.shuffle_partitions),
+        cal, info = harness.cache_input(aligned_input(spark, a.cal_rows, a.cal_keys, span, a.seed + 20, a.shuffle_partitions),
                                 "calendar")
         res["calendar_input"] = {**info, "span_s_per_key": span, "rows_per_key": a.cal_rows // a.cal_keys,
                                  "years": a.cal_years, "zone": CAL_ZONE}
         sec = section("calendar", f"Calendar 1 month ({a.cal_rows:,} rows, {a.cal_keys} keys, {a.cal_years:g} years)",
                       spec=CAL_SPEC, zone_spec=CAL_ZONE_SPEC, input="calendar")
-        sec["plan_windowagg"] = plan_of(q_windows(cal, CAL_SPEC))
-        sec["plan_spark"] = plan_of(q_date_trunc(cal))
+        sec["plan_windowagg"] = harness.plan_of(q_windows(cal, CAL_SPEC))
+        sec["plan_spark"] = harness.plan_of(q_date_trunc(cal))
         if a.check:
             t0 = time.perf_counter()
             sec["check"] = compare(flat(q_windows(cal, CAL_SPEC)), flat_date_trunc(cal))
@@ -433,7 +391,7 @@ def main(argv=None) -> int:
         density = 10.0
         span = a.sliding_rows / a.sliding_keys / density
         s = sb.window_size_seconds(a.sliding_target, density, span)
-        sl, info = cache_input(sb.make_input(spark, a.sliding_rows, a.sliding_keys, density, 42, a.shuffle_partitions),
+        sl, info = harness.cache_input(sb.make_input(spark, a.sliding_rows, a.sliding_keys, density, 42, a.shuffle_partitions),
                                "sliding")
         res["sliding_input"] = {**info, "window_seconds": s, "target_rows_per_window": a.sliding_target,
                                 "generator": "bench/sliding_batch.py make_input(density=10, seed=42)"}
@@ -455,7 +413,7 @@ def main(argv=None) -> int:
         se_seed = 7
         src = (se.events(spark, a.session_rows, a.session_keys, 50.0, se_seed).drop("i")
                .orderBy(F.rand(se_seed + 9)).repartition(a.shuffle_partitions))
-        ses, info = cache_input(src, "sessions")
+        ses, info = harness.cache_input(src, "sessions")
         res["sessions_input"] = {**info, "generator": "bench/sessions.py events(mean_session=50, seed=7), gap 30 s"}
         sec = section("sessions", f"Session windows regression, gap 30 s ({a.session_rows:,} rows, {a.session_keys} keys)",
                       input="sessions",
@@ -474,14 +432,10 @@ def main(argv=None) -> int:
         cell(sec, "spark", lambda: se.query("spark", ses))
         ses.unpersist()
 
-    res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    save()
-    log(f"results: {out}")
+    harness.finish(spark, res, save)
     summary(res)
-    spark.stop()
-    harness.cleanup_jar_copy()
     if a.docs:
-        render(out)
+        rerender([out])
     return 0
 
 
@@ -532,44 +486,18 @@ def _c(res, sec, comp):
     return res["sections"].get(sec, {}).get("cells", {}).get(comp)
 
 
-def fmt_s(c, key="median_s") -> str:
-    if c is None:
-        return "–"
-    if c["status"] == "timeout":
-        return f"> {c['timeout_s']:.0f} (timeout)"
-    if c["status"] != "ok":
-        return "error"
-    v = c.get(key)
-    if v is None:
-        return "–"
-    mark = " †" if key == "median_s" and c.get("contended_runs") else ""
-    n = " (n=1)" if "1 timed run" in (c.get("note") or "") else ""
-    return f"{v:.2f}{mark}{n}"
-
-
 def ratio_text(res, sec, num, den) -> tuple[str, str, float | None, float | None]:
+    """Cell num ÷ cell den of a section: (wall text, CPU text, wall value, CPU value)."""
     cn, cd = _c(res, sec, num), _c(res, sec, den)
-    if cn is None or cd is None:
-        return "–", "–", None, None
-
-    def one(key):
-        if cn["status"] == "timeout" and cd["status"] == "ok" and cd.get(key):
-            lb = cn["timeout_s"] / cd["median_s"] if key == "median_s" else None
-            return (f"> {lb:.0f}×" if lb else "– (timeout)"), lb
-        if cd["status"] == "timeout" and cn["status"] == "ok" and cn.get(key):
-            ub = cn["median_s"] / cd["timeout_s"] if key == "median_s" else None
-            return (f"< {ub:.3f}×" if ub else "– (timeout)"), ub
-        r = ratio(cn.get(key), cd.get(key)) if cn["status"] == "ok" and cd["status"] == "ok" else None
-        return ("–" if r is None else f"{r:.2f}×"), r
-    tw, rw = one("median_s")
-    tc, rc = one("median_cpu_s")
+    tw, rw, _ = report.bounded_ratio(cn, cd, "median_s")
+    tc, rc, _ = report.bounded_ratio(cn, cd, "median_cpu_s")
     return tw, tc, rw, rc
 
 
 def summary(res) -> None:
     for name, sec in res["sections"].items():
         for comp, c in sec["cells"].items():
-            log(f"SUMMARY {name:10s} {comp:22s} wall {fmt_s(c):>18s}  CPU {fmt_s(c, 'median_cpu_s'):>8s}  "
+            log(f"SUMMARY {name:10s} {comp:22s} wall {report.fmt_seconds(c):>18s}  CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
                 f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
         for k in ("check", "check_tvf", "check_hourly_running", "check_zone"):
             if k in sec:
@@ -581,11 +509,7 @@ def summary(res) -> None:
 
 
 def plot(res, path: Path) -> None:
-    import report  # bench/report.py: installs matplotlib on first use
-    report.ensure_matplotlib()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = report.pyplot()
     from matplotlib.ticker import FuncFormatter
 
     secs = [s for s in SECTIONS if s in res["sections"] and res["sections"][s]["cells"]]
@@ -633,9 +557,7 @@ def plot(res, path: Path) -> None:
                         "blue = windowagg, orange = Spark, grey = shuffle + sort floor; † = contended run(s)")
     fig.suptitle("windowagg aligned windows vs Spark (local[2], batch)", fontsize=11)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    report.save(fig, path)
 
 
 def load_results(paths: list[Path]) -> dict:
@@ -643,8 +565,8 @@ def load_results(paths: list[Path]) -> dict:
     their input descriptions); every section records the run it comes from in sec["run"]."""
     res = None
     for p in paths:
-        r = json.loads(Path(p).read_text())
-        run = {"file": str(Path(p).resolve().relative_to(REPO)), "started": r["started"], "finished": r.get("finished"),
+        r = report.load(p)
+        run = {"file": report.repo_rel(p), "started": r["started"], "finished": r.get("finished"),
                "git_rev": r["git_rev"], "jar_sha256": ((r["config"].get("windowagg_jar") or {}).get("sha256") or "")[:12]}
         for sec in r["sections"].values():
             sec.setdefault("run", run)
@@ -660,52 +582,45 @@ def load_results(paths: list[Path]) -> dict:
     return res
 
 
-def render(json_paths: list[Path]) -> Path:
-    json_paths = [Path(p) for p in (json_paths if isinstance(json_paths, (list, tuple)) else [json_paths])]
-    json_path = json_paths[0]
-    res = load_results(json_paths)
-    srcs = " ".join(str(Path(p).resolve().relative_to(REPO)) for p in json_paths)
-    img = DOCS / "img" / "aligned_batch.png"
+def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
+    """--report: the page (and plot) from one or more results files (see load_results)."""
+    render(load_results(json_paths), json_paths, doc, img)
+
+
+def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     plot(res, img)
-    md = DOCS / "benchmarks-aligned.md"
-    rel = lambda p: Path("..") / Path(p).resolve().relative_to(REPO)  # noqa: E731
+    srcs = " ".join(report.repo_rel(p) for p in json_paths)
     m = res["machine"]
-    jar = res["config"].get("windowagg_jar") or {}
     L = [
         "# Benchmarks: aligned windows (hopping, tumbling, cumulative, calendar) and a sliding/session regression",
         "",
-        f"<!-- Generated by bench/aligned_batch.py --report {srcs}; "
-        "edit the script or bench/aligned_batch_notes.md, not this file. -->",
+        report.provenance("aligned_batch.py", json_paths, NOTES),
         "",
-        f"Run {res['started']} (git `{res['git_rev']}`), results in [`{Path(json_path).name}`]({rel(json_path)}).",
+        *report.banners(res),
+        report.run_line(res, json_paths[0], doc),
         "",
     ]
     for run, p in zip(res["files"][1:], json_paths[1:]):
         secs = [n for n, sec in res["sections"].items() if sec.get("run", {}).get("file") == run["file"]]
         L += [f"Section{'s' if len(secs) > 1 else ''} {', '.join(f'`{x}`' for x in secs)}: a separate run "
               f"{run['started']} (git `{run['git_rev']}`, jar sha256 `{run['jar_sha256']}…`, same machine, session "
-              f"settings and method), results in [`{Path(p).name}`]({rel(p)}).", ""]
+              f"settings and method), results in [`{Path(p).name}`]({report.link(p, doc)}).", ""]
     L += [
         "## Machine and method",
         "",
-        f"- CPU: {m['cpu_model']}, {m['cpus_visible']} cores visible; memory {m['memory_gib']} GiB; {m['os']}; "
-        f"{m['java']}; Spark {m['spark']} (PySpark {m['pyspark']}), Python {m['python']}",
+        "- " + report.machine_line(m),
         f"- Spark: `master={res['config']['master']}`, `spark.driver.memory={res['config']['spark.driver.memory']}`, "
         f"`spark.sql.shuffle.partitions={res['config']['spark.sql.shuffle.partitions']}`, AQE on, AQE partition "
         "coalescing off, session time zone UTC, everything else default.",
-        f"- windowagg jar: `{jar.get('path')}` ({jar.get('bytes', 0):,} bytes, modified {jar.get('mtime')}, "
-        f"sha256 `{(jar.get('sha256') or '')[:12]}…`; the run used a private copy). windowagg is called through "
-        "SQL: `windows(ts, 'spec')` as a `groupBy` key and the `window_agg(TABLE(...))` table function.",
+        "- " + report.jar_line(res["config"].get("windowagg_jar"), ". windowagg is called through SQL: "
+                               "`windows(ts, 'spec')` as a `groupBy` key and the `window_agg(TABLE(...))` table "
+                               "function."),
         "- Each result is consumed in full with `.write.format(\"noop\")`. Per cell: one untimed warm-up, then "
         f"{res['args']['reps']} timed runs, **median** (n=1 when the warm-up took over {res['args']['long_run']:.0f} s); "
         f"a run over {res['args']['timeout']:.0f} s ({res['args'].get('hop_timeout', res['args']['timeout']):.0f} s for "
         "Spark's hopping cells) is cancelled and shown as a timeout. Inputs are cached and "
         "materialized before timing; all cells of a section read the same cached DataFrame.",
-        "- Each run records its wall time, the CPU time of the benchmark's own processes (Python + driver "
-        "JVM with the `local[2]` executors) and the CPU other processes took meanwhile, from `/proc`. "
-        f"† marks cells with at least one run during which other processes used more than "
-        f"{res['args']['contended']} cores on average (the machine is shared; those wall times read high). "
-        "CPU-time ratios are the steadier comparison for † cells.",
+        "- " + report.cpu_method(res["args"]["contended"]),
     ]
     ai = res.get("aligned_input")
     if ai:
@@ -733,28 +648,20 @@ def render(json_paths: list[Path]) -> Path:
         L.append(f"- Sessions regression input: `bench/sessions.py`'s generator, {se['rows']:,} rows, {se['keys']} "
                  "keys, sessions of 50 rows on average, gap 30 s.")
     L += ["", "## Results", "", "Median wall time and median own CPU time per cell, seconds; other processes' CPU "
-          "(median over the timed runs, in cores of 2).", "",
-          "| section | competitor | wall (s) | CPU (s) | CPU ÷ wall | others (cores) | contended runs |",
-          "|---|---|---:|---:|---:|---:|---:|"]
-    for s in SECTIONS:
-        sec = res["sections"].get(s)
-        if not sec:
-            continue
-        for comp, c in sec["cells"].items():
-            par = ratio(c.get("median_cpu_s"), c.get("median_s"))
-            fc = c.get("median_foreign_cores")
-            L.append(f"| {s} | {LABELS.get((s, comp), comp)} | {fmt_s(c)} | {fmt_s(c, 'median_cpu_s')} | "
-                     f"{'–' if par is None else f'{par:.2f}'} | {'–' if fc is None else f'{fc:.2f}'} | "
-                     f"{c.get('contended_runs', 0)} of {len(c['times_s'])} |")
-    L += ["", "## Ratios", "", "| section | ratio | wall time | CPU time |", "|---|---|---:|---:|"]
-    for s, num, den, label in RATIOS:
-        tw, tc, _, _ = ratio_text(res, s, num, den)
-        if tw != "–":
-            L.append(f"| {s} | {label} | {tw} | {tc} |")
+          "(median over the timed runs, in cores of 2).", ""]
+    L += report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "others (cores)",
+                       "contended runs"], "llrrrrr", [
+        [s, LABELS.get((s, comp), comp), report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
+         report.fmt_num(ratio(c.get("median_cpu_s"), c.get("median_s")), ".2f"),
+         report.fmt_num(c.get("median_foreign_cores"), ".2f"), f"{c.get('contended_runs', 0)} of {len(c['times_s'])}"]
+        for s in SECTIONS if s in res["sections"] for comp, c in res["sections"][s]["cells"].items()])
+    L += ["", "## Ratios", ""]
+    L += report.table(["section", "ratio", "wall time", "CPU time"], "llrr",
+                      [[s, label, *ratio_text(res, s, num, den)[:2]] for s, num, den, label in RATIOS
+                       if ratio_text(res, s, num, den)[0] != "–"])
     # the inverse of each section's main ratio, so both directions are in the table
-    L += ["", "Both directions for the windowagg-vs-Spark cells:", "",
-          "| section | windowagg ÷ Spark (wall) | Spark ÷ windowagg (wall) | windowagg ÷ Spark (CPU) | Spark ÷ windowagg (CPU) |",
-          "|---|---:|---:|---:|---:|"]
+    L += ["", "Both directions for the windowagg-vs-Spark cells:", ""]
+    both = []
     for s, wa, sp in [("hopping", "windowagg", "spark"), ("hopping", "windowagg_sub", "spark_sub"),
                       ("tumbling", "windowagg", "spark"), ("cumulative", "windowagg", "spark_union24"),
                       ("cumulative", "windowagg", "spark_hourly_running"), ("calendar", "windowagg", "spark_date_trunc"),
@@ -762,13 +669,14 @@ def render(json_paths: list[Path]) -> Path:
         tw1, tc1, _, _ = ratio_text(res, s, wa, sp)
         tw2, tc2, _, _ = ratio_text(res, s, sp, wa)
         if tw1 != "–" or tw2 != "–":
-            L.append(f"| {s} ({LABELS.get((s, sp), sp)}) | {tw1} | {tw2} | {tc1} | {tc2} |")
-    L += ["", "![aligned windows: wall and CPU time per cell](img/aligned_batch.png)", "", "## Correctness", "",
+            both.append([f"{s} ({LABELS.get((s, sp), sp)})", tw1, tw2, tc1, tc2])
+    L += report.table(["section", "windowagg ÷ Spark (wall)", "Spark ÷ windowagg (wall)", "windowagg ÷ Spark (CPU)",
+                       "Spark ÷ windowagg (CPU)"], "lrrrr", both)
+    L += ["", f"![aligned windows: wall and CPU time per cell]({report.link(img, doc)})", "", "## Correctness", "",
           "Untimed, once per section, on the same cached input: full outer join of windowagg's result with "
           "Spark's on (k, window start, window end); a row mismatches when one side lacks it, the counts differ, "
-          "or `sum`/`avg` differ by more than 1e-9 relative.", "",
-          "| section | comparison | windowagg rows | Spark rows | mean rows per window | mismatches |",
-          "|---|---|---:|---:|---:|---:|"]
+          "or `sum`/`avg` differ by more than 1e-9 relative.", ""]
+    checks = []
     names = {"check": "windowagg `windows()` vs Spark", "check_tvf": "windowagg `window_agg` table vs Spark",
              "check_hourly_running": "Spark hourly + running SUM (in the windowagg column) vs the union of 24: "
                                      "not the same window set, it lacks the windows after a period's last event",
@@ -782,25 +690,21 @@ def render(json_paths: list[Path]) -> Path:
                                    if s == "hopping" and sec.get("check_keys") else "")
                 if s == "calendar" and k == "check":
                     what = "windowagg UTC months vs Spark `date_trunc('month', ts)` (end = start + 1 month)"
-                L.append(f"| {s} | {what} | {ck['windowagg_rows']:,} | {ck['spark_rows']:,} | "
-                         f"{ck['mean_rows_per_window'] or 0:.1f} | **{ck['mismatches']}** |")
+                checks.append([s, what, f"{ck['windowagg_rows']:,}", f"{ck['spark_rows']:,}",
+                               f"{ck['mean_rows_per_window'] or 0:.1f}", f"**{ck['mismatches']}**"])
     sec = res["sections"].get("sessions")
     if sec and "check" in sec:
         ck = sec["check"]
-        L.append(f"| sessions | session count, windowagg vs Spark | {ck['windowagg_sessions']:,} | "
-                 f"{ck['spark_sessions']:,} | | {'**0** (same count)' if ck['same_count'] else '**counts differ**'} |")
-    notes = BENCH_DIR / "aligned_batch_notes.md"
-    if notes.exists():
-        L += ["", notes.read_text().strip()]
-    L += ["", "## Reproduce", "", "```",
-          "bench/run-aligned --quick          # smoke run, ~200k rows, a few minutes",
-          "nohup bench/run-aligned > /dev/null 2>&1 &   # full run; follow bench/results/aligned_batch-full.log",
-          "bench/run-aligned --sections calendar --tag=full-calendar --no-docs   # the calendar section's own run",
-          f".venv/bin/python bench/aligned_batch.py --report {srcs}   # this page",
-          "```", ""]
-    md.write_text("\n".join(L))
-    log(f"wrote {md} and {img}")
-    return md
+        checks.append(["sessions", "session count, windowagg vs Spark", f"{ck['windowagg_sessions']:,}",
+                       f"{ck['spark_sessions']:,}", "",
+                       "**0** (same count)" if ck["same_count"] else "**counts differ**"])
+    L += report.table(["section", "comparison", "windowagg rows", "Spark rows", "mean rows per window", "mismatches"],
+                      "llrrrr", checks)
+    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
+        "bench/run-aligned --quick          # smoke run, ~200k rows, a few minutes",
+        "nohup bench/run-aligned > /dev/null 2>&1 &   # full run; follow bench/results/aligned_batch-full.log",
+        "bench/run-aligned --sections calendar --tag=full-calendar --no-docs   # the calendar section's own run",
+        f".venv/bin/python bench/aligned_batch.py --report {srcs}   # this page"])
 
 
 if __name__ == "__main__":

@@ -50,8 +50,6 @@ Re-render the report:           .venv/bin/python bench/count_batch.py --report b
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -59,20 +57,16 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
+import report  # noqa: E402
 from harness import log, ratio  # noqa: E402
 
-REPO = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
-DOCS = REPO / "docs"
-DOC = DOCS / "benchmarks-count.md"
-IMG = DOCS / "img" / "count_batch.png"
+DOC = report.DOCS / "benchmarks-count.md"
+IMG = report.DOCS / "img" / "count_batch.png"
 NOTES = BENCH_DIR / "count_batch_notes.md"
 
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s (as aligned_batch.py)
 BASE_MS = 1_699_920_000_000 + 1_234_567
 SEQ_XOR = 0x5DEECE66D  # seq = id ^ SEQ_XOR: unique (XOR is a bijection), not in id (hence time) order
-SEGTREE_CONF = harness.SEGTREE_CONF
-PAGE = "benchmarks-count.md"
 
 OVER = ["over_rows", "over_rows_segtree"]
 COMPETITORS = ["windowagg", "over_rows_segtree", "over_rows"]  # per length, in this order
@@ -121,17 +115,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "timed run (60)")
     p.add_argument("--no-skip-longer", dest="skip_longer", action="store_false",
                    help="run an OVER competitor at longer lengths even after it timed out at a shorter one")
-    harness.add_run_args(p, PAGE)
-    p.add_argument("--report", metavar="JSON", help="only re-render the docs from a results file")
+    harness.add_contention_args(p)
+    harness.add_session_args(p)
+    harness.add_output_args(p, DOC.name)
     a = p.parse_args(argv)
-    q = a.quick
-    a.rows = a.rows or (200_000 if q else 4_000_000)
-    a.keys = a.keys or (50 if q else 1000)
-    a.reps = a.reps or (2 if q else 3)
-    a.timeout = a.timeout or (120.0 if q else 600.0)
-    a.tag = a.tag or ("quick" if q else "full")
-    if a.docs is None:
-        a.docs = not q
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 50), reps=(3, 2), timeout=(600.0, 120.0))
     a.lengths = sorted({int(x) for x in a.lengths.split(",") if x.strip()})
     if not a.lengths or min(a.lengths) < 1:
         p.error("--lengths: positive integers")
@@ -165,19 +153,14 @@ def make_input(spark, rows: int, keys: int, step_ms: int, dup_fraction: float, s
 
 
 def cache_input(df) -> tuple[object, dict]:
+    """harness.cache_input, plus what the page says of ties: distinct seq and (k, ts), rows per key."""
     from pyspark.sql import functions as F
-    t0 = time.perf_counter()
-    df = df.cache()
-    r = df.agg(F.count("*").alias("n"), F.countDistinct("k").alias("keys"), F.countDistinct("seq").alias("seqs"),
-               F.min("ts").alias("lo"), F.max("ts").alias("hi")).collect()[0]
+    df, info = harness.cache_input(df, "count", distinct_seq=F.countDistinct("seq"))
     distinct_kts = df.select("k", "ts").distinct().count()
     per_key = df.groupBy("k").count().agg(F.min("count").alias("lo"), F.max("count").alias("hi")).collect()[0]
-    info = {"rows": r["n"], "keys": r["keys"], "distinct_seq": r["seqs"], "distinct_k_ts": distinct_kts,
-            "rows_sharing_an_earlier_time": r["n"] - distinct_kts,
-            "rows_per_key_min": per_key["lo"], "rows_per_key_max": per_key["hi"],
-            "ts_min": str(r["lo"]), "ts_max": str(r["hi"]),
-            "partitions": df.rdd.getNumPartitions(), "cache_s": round(time.perf_counter() - t0, 1)}
-    log(f"input cached: {info}")
+    info.update({"distinct_k_ts": distinct_kts, "rows_sharing_an_earlier_time": info["rows"] - distinct_kts,
+                 "rows_per_key_min": per_key["lo"], "rows_per_key_max": per_key["hi"]})
+    log(f"input: {distinct_kts:,} distinct (k, ts), {per_key['lo']:,}..{per_key['hi']:,} rows per key")
     return df, info
 
 
@@ -197,14 +180,9 @@ def spec(n: int) -> str:
     return f"count {n} rows tie break seq"
 
 
-def spark_aggs():
-    from pyspark.sql import functions as F
-    return [F.sum("v").alias("s"), F.count(F.lit(1)).alias("n"), F.avg("v").alias("a")]
-
-
 def q_windowagg(df, n: int):
     from pyspark.sql import functions as F
-    return df.groupBy("k", F.expr(f"windows(ts, '{spec(n)}')").alias("window")).agg(*spark_aggs())
+    return df.groupBy("k", F.expr(f"windows(ts, '{spec(n)}')").alias("window")).agg(*harness.sum_count_avg())
 
 
 def q_window_agg_table(spark, df, n: int, view: str):
@@ -229,13 +207,6 @@ def q_over_rows(df, n: int):
 
 def q_floor(df, partitions: int):
     return df.repartition(partitions, "k").sortWithinPartitions("k", "ts", "seq")
-
-
-def plan_of(df) -> str:
-    try:
-        return str(df._jdf.queryExecution().executedPlan().toString())
-    except Exception as e:  # noqa: BLE001
-        return f"<no plan: {e}>"
 
 
 def check(spark, df, n: int, keys: int) -> dict:
@@ -281,14 +252,13 @@ def check(spark, df, n: int, keys: int) -> dict:
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.report:
-        render(Path(a.report))
+        rerender([Path(a.report)])
         return 0
     log(f"args: {vars(a)}")
-    spark, res = harness.start(a, "windowagg-bench-count", "count_batch",
-                               lambda spark: {"segment_tree_conf": harness.segment_tree_conf(spark)})
+    spark, res = harness.start(a, "windowagg-bench-count", "count_batch", config=harness.segment_tree_config)
     if res is None:
         return 1
-    out = RESULTS_DIR / f"count_batch-{a.tag}.json"
+    out = harness.results_path("count_batch", a.tag)
     res.update({
         "input": None,
         "lengths": {},
@@ -298,7 +268,7 @@ def main(argv=None) -> int:
     })
 
     def save():
-        harness.write_json(res, out)
+        return harness.write_json(res, out)
 
     src, info = cache_input(make_input(spark, a.rows, a.keys, a.step_ms, a.dup_fraction, a.seed,
                                        a.shuffle_partitions))
@@ -309,8 +279,8 @@ def main(argv=None) -> int:
                                   "mean_rows_per_window": mean_rows_per_window(a.rows // a.keys, n),
                                   "cells": {}}
     n0 = a.lengths[-1]
-    res["plan_windowagg"] = plan_of(q_windowagg(src, n0))
-    res["plan_over_rows"] = plan_of(q_over_rows(src, n0))
+    res["plan_windowagg"] = harness.plan_of(q_windowagg(src, n0))
+    res["plan_over_rows"] = harness.plan_of(q_over_rows(src, n0))
     save()
 
     if a.check:
@@ -347,7 +317,7 @@ def main(argv=None) -> int:
         res["lengths"][str(n)]["cells"]["windowagg"] = cell("windowagg", n, lambda n=n: q_windowagg(src, n))
         save()
     for comp in ("over_rows_segtree", "over_rows"):
-        conf = {SEGTREE_CONF: "true"} if comp == "over_rows_segtree" else None
+        conf = {harness.SEGTREE_CONF: "true"} if comp == "over_rows_segtree" else None
         timed_out_at = None
         for n in a.lengths:
             if timed_out_at is not None and a.skip_longer:
@@ -364,14 +334,10 @@ def main(argv=None) -> int:
             save()
 
     src.unpersist()
-    res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    save()
-    log(f"results: {out}")
+    harness.finish(spark, res, save)
     summary(res)
-    spark.stop()
-    harness.cleanup_jar_copy()
     if a.docs:
-        render(out)
+        rerender([out])
     return 0
 
 
@@ -383,68 +349,28 @@ def get_cell(res, comp, n):
     return res["lengths"].get(str(n), {}).get("cells", {}).get(comp)
 
 
-def fmt_s(c, key="median_s") -> str:
-    if c is None:
-        return "–"
-    if c["status"] == "timeout":
-        if key != "median_s":
-            return "–"
-        return f"> {c['timeout_s']:.0f} (timeout{', not run' if c.get('skipped') else ''})"
-    if c["status"] != "ok":
-        return "error"
-    v = c.get(key)
-    if v is None:
-        return "–"
-    mark = " †" if key == "median_s" and c.get("contended_runs") else ""
-    nn = f" (n={len(c['times_s'])})" if len(c.get("times_s") or []) < 2 else ""
-    return f"{v:.2f}{mark}{nn}"
-
-
-def fmt_n(x) -> str:
-    return "–" if x is None else f"{x:,}"
-
-
-def ratio_one(cn, cd, key) -> tuple[str, float | None, str]:
-    """(text, value, kind) of cn / cd on `key`; kind "=", ">" (numerator timed out: a lower bound,
-    wall time only) or "<" (denominator timed out: an upper bound)."""
-    if cn is None or cd is None:
-        return "–", None, "="
-    if cn["status"] == "timeout" and cd["status"] == "ok":
-        if key == "median_s" and cd.get(key):
-            lb = cn["timeout_s"] / cd[key]
-            return f"> {lb:.1f}×", lb, ">"
-        return "– (timeout)", None, ">"
-    if cd["status"] == "timeout" and cn["status"] == "ok":
-        if key == "median_s" and cn.get(key):
-            ub = cn[key] / cd["timeout_s"]
-            return f"< {ub:.3f}×", ub, "<"
-        return "– (timeout)", None, "<"
-    r = ratio(cn.get(key), cd.get(key)) if cn["status"] == "ok" and cd["status"] == "ok" else None
-    return ("–" if r is None else f"{r:.2f}×"), r, "="
-
-
 def flat_ratio(res) -> tuple[int, int, dict, dict]:
     ns = sorted(int(x) for x in res["lengths"])
     lo, hi = ns[0], ns[-1]
     cl, ch = get_cell(res, "windowagg", lo), get_cell(res, "windowagg", hi)
-    return lo, hi, {k: ratio_one(ch, cl, k) for k in ("median_s", "median_cpu_s")}, {"lo": cl, "hi": ch}
+    return lo, hi, {k: report.bounded_ratio(ch, cl, k) for k in ("median_s", "median_cpu_s")}, {"lo": cl, "hi": ch}
 
 
 def summary(res) -> None:
     ns = sorted(int(x) for x in res["lengths"])
     c = res.get("floor")
     if c:
-        log(f"SUMMARY {'-':>6s} {'sort_floor':18s} wall {fmt_s(c):>22s}  CPU {fmt_s(c, 'median_cpu_s'):>8s}")
+        log(f"SUMMARY {'-':>6s} {'sort_floor':18s} wall {report.fmt_seconds(c):>22s}  CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}")
     for n in ns:
         for comp in COMPETITORS:
             c = get_cell(res, comp, n)
             if c:
-                log(f"SUMMARY N={n:<6d} {comp:18s} wall {fmt_s(c):>22s}  CPU {fmt_s(c, 'median_cpu_s'):>8s}  "
+                log(f"SUMMARY N={n:<6d} {comp:18s} wall {report.fmt_seconds(c):>22s}  CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
                     f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
         for num, den in (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")):
             cn, cd = get_cell(res, num, n), get_cell(res, den, n)
-            log(f"SUMMARY N={n:<6d} {num} ÷ {den}: wall {ratio_one(cn, cd, 'median_s')[0]}, "
-                f"CPU {ratio_one(cn, cd, 'median_cpu_s')[0]}")
+            log(f"SUMMARY N={n:<6d} {num} ÷ {den}: wall {report.bounded_ratio(cn, cd, 'median_s')[0]}, "
+                f"CPU {report.bounded_ratio(cn, cd, 'median_cpu_s')[0]}")
         ck = res["lengths"][str(n)].get("check")
         if ck:
             log(f"SUMMARY N={n:<6d} check: " + ("error " + ck["error"] if "error" in ck else
@@ -456,71 +382,28 @@ def summary(res) -> None:
 
 
 def plot(res, path: Path) -> None:
-    """Two panels, median wall time and median CPU time against the window length (log-log), one
-    line per competitor, the floor as a horizontal line; timeouts as crosses at the timeout, wall
-    points of contended cells hollow."""
-    import report  # bench/report.py: installs matplotlib on first use
-    report.ensure_matplotlib()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
-
+    """Median wall and CPU time against the window length, the floor as a horizontal line."""
     ns = sorted(int(x) for x in res["lengths"])
     timeout = res["args"]["timeout"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2), dpi=110)
-    for ax, key in zip(axes, ("median_s", "median_cpu_s")):
-        for comp in COMPETITORS:
-            st = STYLE[comp]
-            pts = [(n, get_cell(res, comp, n)) for n in ns]
-            ok = [(n, c[key], c) for n, c in pts if c and c["status"] == "ok" and c.get(key) is not None]
-            if ok:
-                ax.plot([n for n, _, _ in ok], [y for _, y, _ in ok], label=SHORT[comp],
-                        **{k: v for k, v in st.items() if k != "marker"})
-                for n, y, c in ok:
-                    hollow = key == "median_s" and c.get("contended_runs")
-                    ax.scatter([n], [y], marker=st["marker"], s=45, zorder=4,
-                               facecolors="white" if hollow else st["color"], edgecolors=st["color"])
-            to = [(n, c) for n, c in pts if c and c["status"] == "timeout"]
-            if to and key == "median_s":
-                if not ok:
-                    ax.plot([], [], label=SHORT[comp], **{k: v for k, v in st.items() if k != "marker"})
-                ax.scatter([n for n, _ in to], [timeout] * len(to), marker="x", s=80, color=st["color"], zorder=5)
-                for n, c in to:
-                    ax.annotate(f"> {timeout:.0f} s{' (not run)' if c.get('skipped') else ''}", (n, timeout),
-                                textcoords="offset points", xytext=(-8, 8), ha="right", fontsize=8, color=st["color"])
-        fl = res.get("floor")
-        if fl and fl["status"] == "ok" and fl.get(key) is not None:
-            ax.axhline(fl[key], label=SHORT["sort_floor"], color="gray", linestyle="--", linewidth=1.2)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        lo_y, hi_y = ax.get_ylim()
-        if any(c and c["status"] == "timeout" for comp in OVER for c in (get_cell(res, comp, n) for n in ns)) \
-                and key == "median_s":
-            hi_y = max(hi_y, timeout * 2.5)  # room for the timeout marks and their labels
-            ax.set_ylim(lo_y, hi_y)
-        narrow = hi_y / lo_y < 20
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if narrow
-                                              else (1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.xaxis.set_major_locator(FixedLocator(ns))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlim(min(ns) / 2.5, max(ns) * 2.5)
-        ax.set_xlabel("window length N, rows (log): the row and the N − 1 rows before it")
-        ax.set_ylabel("median wall time, s (log); hollow: shared the cores (†); ×: timeout" if key == "median_s"
-                      else "median CPU time of the benchmark processes, s (log)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="best", framealpha=0.85)
+    series = []
+    for comp in COMPETITORS:
+        cells = [(n, get_cell(res, comp, n)) for n in ns]
+        series.append(report.Series(SHORT[comp], STYLE[comp], [
+            report.Point(n, c["median_s"], c.get("median_cpu_s"), bool(c.get("contended_runs")),
+                         f"> {timeout:.0f} s{' (not run)' if c.get('skipped') else ''}"
+                         if c["status"] == "timeout" else None)
+            for n, c in cells if c is not None and c["status"] in ("ok", "timeout")]))
+    fl = res.get("floor")
+    hlines = [(SHORT["sort_floor"], dict(color="gray", linestyle="--", linewidth=1.2), fl["median_s"],
+               fl.get("median_cpu_s"))] if fl and fl["status"] == "ok" else []
     i = res["input"]
-    fig.suptitle(f"Count window of N rows sliding every row, sum/count/avg: {i['rows']:,} rows, {i['keys']:,} keys "
-                 f"({i['rows_per_key']:,} per key), {res['config']['master']}"
-                 f"{' (quick run)' if res['args'].get('quick') else ''}: wall (left), CPU (right)", fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    report.wall_cpu_panels(
+        series, path, timeout=timeout, hlines=hlines, legend_loc="best",
+        xlabel="window length N, rows (log): the row and the N − 1 rows before it",
+        cpu_ylabel="median CPU time of the benchmark processes, s (log)",
+        title=f"Count window of N rows sliding every row, sum/count/avg: {i['rows']:,} rows, {i['keys']:,} keys "
+              f"({i['rows_per_key']:,} per key), {res['config']['master']}"
+              f"{' (quick run)' if res['args'].get('quick') else ''}: wall (left), CPU (right)")
 
 
 def verdict(kind_val: tuple[str, float | None, str], target: float) -> str:
@@ -532,29 +415,24 @@ def verdict(kind_val: tuple[str, float | None, str], target: float) -> str:
     return "**met**" if v <= target else "**missed**"
 
 
-def render(json_path: Path) -> Path:
-    res = json.loads(Path(json_path).read_text())
-    plot(res, IMG)
-    rel = lambda p: Path("..") / Path(p).resolve().relative_to(REPO)  # noqa: E731
-    srcrel = Path(json_path).resolve().relative_to(REPO)
+def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
+    """--report: the page (and plot) from a results file."""
+    report.rerender_one(json_paths, render, doc, img)
+
+
+def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
+    plot(res, img)
     m, cfg, a, i = res["machine"], res["config"], res["args"], res["input"]
     ns = sorted(int(x) for x in res["lengths"])
-    jar = cfg.get("windowagg_jar") or {}
     L = [
         "# Benchmarks: count windows (Storm-style `count N rows`, sliding every row)",
         "",
-        f"<!-- Generated by bench/count_batch.py --report {srcrel}; edit the script"
-        f"{' or bench/count_batch_notes.md' if NOTES.exists() else ''}, not this file. -->",
+        report.provenance("count_batch.py", [json_path], NOTES),
         "",
     ]
-    if a.get("quick"):
-        L += ["> **This page shows a `--quick` smoke run** (small input, busy or not); its numbers are not the "
-              "full benchmark.", ""]
-    if not res.get("finished"):
-        L += ["> **This run did not finish**; only the cells measured before it stopped are shown.", ""]
     L += [
-        f"Run {res['started']} (git `{res.get('git_rev') or '?'}`), {i['rows']:,} rows, {i['keys']:,} keys; results in "
-        f"[`{Path(json_path).name}`]({rel(json_path)}).",
+        *report.banners(res),
+        report.run_line(res, json_path, doc, before=f" on {i['rows']:,} rows, {i['keys']:,} keys"),
         "",
         "The issue's benchmark: a count window of N rows sliding every row (per key, one window per row, "
         "holding that row and the N − 1 rows before it in (ts, seq) order), N = "
@@ -565,8 +443,6 @@ def render(json_path: Path) -> Path:
         "",
         "## Targets",
         "",
-        "| target | measured | verdict |",
-        "|---|---|---|",
     ]
     lo, hi, fr, _ = flat_ratio(res)
     w_txt, c_txt = fr["median_s"][0], fr["median_cpu_s"][0]
@@ -576,7 +452,7 @@ def render(json_path: Path) -> Path:
     if any(c and c.get("contended_runs") for c in fl.values()):
         v += " († other processes shared the cores during these runs: the wall times read high, the CPU ratio is " \
              "the steadier figure)"
-    L.append(f"| windowagg time at N = {hi:,} ÷ at N = {lo:,} ≤ {TARGET_FLAT}× | {w_txt} wall, {c_txt} CPU | {v} |")
+    targets = [[f"windowagg time at N = {hi:,} ÷ at N = {lo:,} ≤ {TARGET_FLAT}×", f"{w_txt} wall, {c_txt} CPU", v]]
     checks = [res["lengths"][str(n)].get("check") for n in ns]
     checks = [c for c in checks if c]
     if checks:
@@ -585,17 +461,17 @@ def render(json_path: Path) -> Path:
         rows = sum(c["over_rows"] for c in checks if "error" not in c)
         measured = (f"{bad:,} mismatching rows over {len(checks) - len(errs)} lengths ({rows:,} OVER rows)"
                     + (f"; {len(errs)} check(s) failed to run" if errs else ""))
-        L.append(f"| correctness: windowagg's windows = Spark's ROWS frames (0 mismatches) | {measured} | "
-                 f"{'**met**' if bad == 0 and not errs else '**missed**'} |")
+        targets.append(["correctness: windowagg's windows = Spark's ROWS frames (0 mismatches)", measured,
+                        "**met**" if bad == 0 and not errs else "**missed**"])
     else:
-        L.append("| correctness: windowagg's windows = Spark's ROWS frames (0 mismatches) | not checked (--no-check) | "
-                 "not measured |")
+        targets.append(["correctness: windowagg's windows = Spark's ROWS frames (0 mismatches)",
+                        "not checked (--no-check)", "not measured"])
+    L += report.table(["target", "measured", "verdict"], "lll", targets)
     L += [
         "",
         "## Machine and method",
         "",
-        f"- CPU: {m['cpu_model']}, {m['cpus_visible']} cores visible; memory {m['memory_gib']} GiB; {m['os']}; "
-        f"{m['java']}; Spark {m['spark']} (PySpark {m['pyspark']}), Python {m['python']}",
+        "- " + report.machine_line(m),
         f"- Spark: `master={cfg['master']}`, `spark.driver.memory={cfg['spark.driver.memory']}` (max heap "
         f"{m.get('driver_max_heap_gib')} GiB), `spark.sql.shuffle.partitions={cfg['spark.sql.shuffle.partitions']}`, "
         f"AQE on, AQE partition coalescing off (every shuffle has exactly {cfg['spark.sql.shuffle.partitions']} reduce "
@@ -607,8 +483,7 @@ def render(json_path: Path) -> Path:
                  "`enabled=true`): " + ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`"
                                                 for k, v in st.items()))
     L += [
-        f"- windowagg jar: `{jar.get('path')}` ({jar.get('bytes', 0):,} bytes, modified {jar.get('mtime')}, "
-        f"sha256 `{(jar.get('sha256') or '')[:12]}…`; the run used a private copy), called through SQL.",
+        "- " + report.jar_line(cfg.get("windowagg_jar"), ", called through SQL."),
         f"- Input: {i['rows']:,} rows, {i['keys']:,} keys (`k` int), {i['rows_per_key']:,} rows per key; `ts` TIMESTAMP "
         f"at millisecond resolution, a key's times about {i['step_ms']} ms apart, a {i['dup_fraction']:.0%} share of "
         f"rows taking the time of the row before them: {i['rows_sharing_an_earlier_time']:,} rows "
@@ -635,10 +510,7 @@ def render(json_path: Path) -> Path:
         "and shown as \"> timeout\"; an OVER competitor that timed out at one length is not run at longer ones "
         "(\"not run\": its cost only grows with N). Order: the floor, windowagg at every length, the segment-tree "
         "frame, then the default frame.",
-        "- Each run records its wall time, the CPU time of the benchmark's own processes (Python + driver JVM with "
-        "the local executors) and the CPU other processes took meanwhile (`/proc`). † marks cells with at least one "
-        f"run during which other processes used more than {a['contended']} cores on average; CPU-time ratios are "
-        "the steadier comparison for † cells.",
+        "- " + report.cpu_method(a["contended"]),
     ]
     pk = i["rows_per_key"]
     short = [n for n in ns if n > pk]
@@ -650,43 +522,34 @@ def render(json_path: Path) -> Path:
                  f"{pk:,} rows, not {max(short):,}.")
     L += ["", "## Results", "",
           "Median wall time and median own CPU time per cell, seconds; other processes' CPU (median over the timed "
-          "runs, in cores).", "",
-          "| N (rows) | mean rows per window | competitor | wall (s) | CPU (s) | CPU ÷ wall | others (cores) | "
-          "contended runs |",
-          "|---:|---:|---|---:|---:|---:|---:|---:|"]
+          "runs, in cores).", ""]
 
     def row(nlab, mean, comp, c):
         par = ratio(c.get("median_cpu_s"), c.get("median_s")) if c["status"] == "ok" else None
-        fc = c.get("median_foreign_cores")
-        return (f"| {nlab} | {mean} | {SHORT[comp]} | {fmt_s(c)} | {fmt_s(c, 'median_cpu_s')} | "
-                f"{'–' if par is None else f'{par:.2f}'} | {'–' if fc is None else f'{fc:.2f}'} | "
-                f"{c.get('contended_runs', 0)} of {len(c.get('times_s') or [])} |")
-    for n in ns:
-        pt = res["lengths"][str(n)]
-        for comp in COMPETITORS:
-            c = pt["cells"].get(comp)
-            if c:
-                L.append(row(f"{n:,}", f"{pt['mean_rows_per_window']:,.1f}", comp, c))
+        return [nlab, mean, SHORT[comp], report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
+                report.fmt_num(par, ".2f"), report.fmt_num(c.get("median_foreign_cores"), ".2f"),
+                f"{c.get('contended_runs', 0)} of {len(c.get('times_s') or [])}"]
+    rows = [row(f"{n:,}", f"{res['lengths'][str(n)]['mean_rows_per_window']:,.1f}", comp, c)
+            for n in ns for comp in COMPETITORS if (c := res["lengths"][str(n)]["cells"].get(comp))]
     if res.get("floor"):
-        L.append(row("any", "–", "sort_floor", res["floor"]))
+        rows.append(row("any", "–", "sort_floor", res["floor"]))
+    L += report.table(["N (rows)", "mean rows per window", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall",
+                       "others (cores)", "contended runs"], "rrlrrrrr", rows)
+
+    def both(cn, cd):
+        return f"{report.bounded_ratio(cn, cd, 'median_s')[0]} / {report.bounded_ratio(cn, cd, 'median_cpu_s')[0]}"
     L += ["", "## Ratios", "",
-          "Wall time / CPU time; \"> x\" is a lower bound (the numerator timed out).", "",
-          "| N (rows) | OVER ROWS default ÷ windowagg | OVER ROWS segment tree ÷ windowagg | windowagg ÷ shuffle+sort floor |",
-          "|---:|---:|---:|---:|"]
-    for n in ns:
-        cells = []
-        for num, den in (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")):
-            cn, cd = get_cell(res, num, n), get_cell(res, den, n)
-            cells.append(f"{ratio_one(cn, cd, 'median_s')[0]} / {ratio_one(cn, cd, 'median_cpu_s')[0]}")
-        L.append(f"| {n:,} | " + " | ".join(cells) + " |")
-    L += ["", "windowagg against itself across lengths (the length-independence target):", "",
-          "| ratio | wall time | CPU time |", "|---|---:|---:|"]
-    for n in ns[1:]:
-        cn, cd = get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])
-        tgt = f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""
-        L.append(f"| windowagg N = {n:,} ÷ N = {ns[0]:,}{tgt} | {ratio_one(cn, cd, 'median_s')[0]} | "
-                 f"{ratio_one(cn, cd, 'median_cpu_s')[0]} |")
-    L += ["", "![count windows: wall and CPU time against the window length](img/count_batch.png)", "",
+          "Wall time / CPU time; \"> x\" is a lower bound (the numerator timed out).", ""]
+    L += report.table(["N (rows)", "OVER ROWS default ÷ windowagg", "OVER ROWS segment tree ÷ windowagg",
+                       "windowagg ÷ shuffle+sort floor"], "rrrr",
+                      [[f"{n:,}", *(both(get_cell(res, num, n), get_cell(res, den, n)) for num, den in
+                                    (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"),
+                                     ("windowagg", "sort_floor")))] for n in ns])
+    L += ["", "windowagg against itself across lengths (the length-independence target):", ""]
+    L += report.table(["ratio", "wall time", "CPU time"], "lrr", [
+        [f"windowagg N = {n:,} ÷ N = {ns[0]:,}" + (f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""),
+         *both(get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])).split(" / ")] for n in ns[1:]])
+    L += ["", f"![count windows: wall and CPU time against the window length]({report.link(img, doc)})", "",
           "## Correctness", "",
           f"Untimed, once per length, on the keys k < {a['check_keys']} of the same cached input: windowagg's "
           "`windows()` result and its `window_agg` table against the OVER ROWS result (start = `min(ts)` over the "
@@ -694,16 +557,14 @@ def render(json_path: Path) -> Path:
           "compared with `exceptAll` both ways; a mismatch is a row on one side only. The last column shows "
           "that the tie-break matters on this input: the OVER frames that change when rows with equal times are "
           "ordered by `seq` descending instead (windowagg ignoring or reversing the tie-break would mismatch "
-          "there).", "",
-          "| N (rows) | OVER rows | mean / max rows per window | windowagg `windows()` rows | mismatches | "
-          "`window_agg` table rows | mismatches | frames changed by a reversed tie-break |",
-          "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "there).", ""]
+    checked = []
     for n in ns:
         ck = res["lengths"][str(n)].get("check")
         if not ck:
             continue
         if "error" in ck:
-            L.append(f"| {n:,} | check failed: {ck['error'][:200]} | | | | | | |")
+            checked.append([f"{n:,}", f"check failed: {ck['error'][:200]}", *[""] * 6])
             continue
         w, t = ck["windowagg"], ck["window_agg_table"]
 
@@ -711,24 +572,21 @@ def render(json_path: Path) -> Path:
             s = f"**{x['mismatches']:,}**"
             return s if not x["mismatches"] else f"{s} ({x['only_in_windowagg']:,} only in windowagg, " \
                                                  f"{x['only_in_over']:,} only in OVER)"
-        L.append(f"| {n:,} | {ck['over_rows']:,} | {ck['mean_rows_per_window']:,.1f} / {ck['max_rows_per_window']:,} | "
-                 f"{w['rows']:,} | {mm(w)} | {t['rows']:,} | {mm(t)} | "
-                 f"{fmt_n(ck.get('frames_changed_by_reversed_tie_break'))} |")
+        checked.append([f"{n:,}", f"{ck['over_rows']:,}",
+                        f"{ck['mean_rows_per_window']:,.1f} / {ck['max_rows_per_window']:,}", f"{w['rows']:,}", mm(w),
+                        f"{t['rows']:,}", mm(t), report.fmt_num(ck.get("frames_changed_by_reversed_tie_break"), ",")])
+    L += report.table(["N (rows)", "OVER rows", "mean / max rows per window", "windowagg `windows()` rows",
+                       "mismatches", "`window_agg` table rows", "mismatches", "frames changed by a reversed tie-break"],
+                      "rrrrrrrr", checked)
     ex = [(n, s, res["lengths"][str(n)]["check"][s]) for n in ns for s in ("windowagg", "window_agg_table")
           if (res["lengths"][str(n)].get("check") or {}).get(s, {}).get("mismatches")]
     for n, s, x in ex[:2]:
         L += ["", f"Examples of mismatching rows, N = {n:,}, {s}: only in windowagg "
               f"`{x.get('examples_only_in_windowagg')}`; only in OVER `{x.get('examples_only_in_over')}`."]
-    if NOTES.exists():
-        L += ["", NOTES.read_text().strip()]
-    L += ["", "## Reproduce", "", "```",
-          "bench/run-count --quick          # smoke run, 200k rows / 50 keys, a few minutes (no docs)",
-          "nohup bench/run-count > /dev/null 2>&1 &   # full run (4M rows, 1000 keys); follow bench/results/count_batch-full.log",
-          f".venv/bin/python bench/count_batch.py --report {srcrel}   # this page",
-          "```", ""]
-    DOC.write_text("\n".join(L))
-    log(f"wrote {DOC} and {IMG}")
-    return DOC
+    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
+        "bench/run-count --quick          # smoke run, 200k rows / 50 keys, a few minutes (no docs)",
+        "nohup bench/run-count > /dev/null 2>&1 &   # full run (4M rows, 1000 keys); follow bench/results/count_batch-full.log",
+        f".venv/bin/python bench/count_batch.py --report {report.repo_rel(json_path)}   # this page"])
 
 
 if __name__ == "__main__":

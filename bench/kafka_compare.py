@@ -44,12 +44,10 @@ Run from the repository root:  bench/run-kafka-compare --quick   (smoke run: 50k
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,17 +56,16 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
-import harness  # noqa: E402  (session, metadata, /proc CPU, result files)
+import harness  # noqa: E402  (session, metadata, /proc CPU, the streaming run, result files)
+import report  # noqa: E402
 import sessions as sessions_bench  # noqa: E402  (the session-window generator)
-import sliding_streaming as ss  # noqa: E402  (the sliding generator, the streaming run and its CPU sampler)
+import sliding_streaming as ss  # noqa: E402  (the sliding generator)
 from harness import log  # noqa: E402
 
-REPO = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
 KAFKA_DIR = BENCH_DIR / "kafka-streams"
 KAFKA_MAIN = "windowagg.bench.KafkaWindowBench"
-DOC = REPO / "docs" / "benchmarks-kafka.md"
-IMG = REPO / "docs" / "img" / "kafka_compare.png"
+DOC = report.DOCS / "benchmarks-kafka.md"
+IMG = report.DOCS / "img" / "kafka_compare.png"
 
 KINDS = ["sliding", "session"]
 STORES = ["memory", "rocksdb"]
@@ -108,38 +105,16 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="Kafka stores with changelog topics (the driver keeps their records in memory)")
     p.add_argument("--caching", action="store_true", help="Kafka stores with the record cache")
     p.add_argument("--no-build", action="store_true", help="do not run mvn (bench/kafka-streams must be built)")
-    p.add_argument("--master", default="local[1]")
-    p.add_argument("--shuffle-partitions", type=int, default=1)
-    p.add_argument("--driver-memory", default="4g")
+    harness.add_session_args(p, master="local[1]", shuffle_partitions=1, driver_memory="4g")
     p.add_argument("--timeout", type=float, help="seconds before a windowagg run is stopped (default 1800; quick 300)")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--contended", type=float, default=0.3,
-                   help="a run during which other processes used more than this many cores is marked contended (0.3)")
-    p.add_argument("--quiet-wait", type=float, default=30.0,
-                   help="before each timed run, wait up to N s for other processes to drop below --contended (30)")
+    harness.add_contention_args(p, contended=0.3, quiet_wait=30.0, retries=False)
     p.add_argument("--work-dir", help="input files, CSV and checkpoints (default: a fresh folder under /tmp)")
-    p.add_argument("--tag", help="results file name stem suffix (default quick or full)")
-    p.add_argument("--docs", dest="docs", action="store_true", default=None,
-                   help="render docs/benchmarks-kafka.md and its plot (default: on unless --quick)")
-    p.add_argument("--no-docs", dest="docs", action="store_false")
-    p.add_argument("--report", metavar="JSON", help="only render the docs from this results file")
+    harness.add_output_args(p, DOC.name)
     a = p.parse_args(argv)
-    q = a.quick
-    a.events = a.events or (50_000 if q else 300_000)
-    a.keys = a.keys or (10 if q else 1000)
-    a.kafka_max_seconds = a.kafka_max_seconds if a.kafka_max_seconds is not None else (120.0 if q else 240.0)
-    a.timeout = a.timeout or (300.0 if q else 1800.0)
-    a.tag = a.tag or ("quick" if q else "full")
-    if a.docs is None:
-        a.docs = not q
-    a.kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
-    a.stores = [s.strip() for s in a.stores.split(",") if s.strip()]
-    for k in a.kinds:
-        if k not in KINDS:
-            p.error(f"unknown kind {k!r}")
-    for s in a.stores:
-        if s not in STORES:
-            p.error(f"unknown store {s!r}")
+    harness.defaults(a, events=(300_000, 50_000), keys=(1000, 10), kafka_max_seconds=(240.0, 120.0),
+                     timeout=(1800.0, 300.0))
+    a.kinds = harness.subset(p, a.kinds, KINDS, "kind")
+    a.stores = harness.subset(p, a.stores, STORES, "store")
     if a.jitter_ms >= a.grace * 1000:
         p.error("--jitter-ms must stay below the grace (no late events)")
     return a
@@ -155,10 +130,8 @@ def generate(spark, a, kind: str, work: Path) -> list[Path]:
     """The kind's events as a.files Parquet files, in arrival order (the other benchmarks' generators)."""
     folder = work / f"{kind}-input"
     if kind == "sliding":
-        ns = argparse.Namespace(batches=a.files, keys=a.keys, density=a.density, seed=a.seed, jitter_ms=a.jitter_ms)
-        return ss.make_input(spark, ns, folder, a.events)
-    ns = argparse.Namespace(stream_rows=a.events, files=a.files, keys=a.keys, mean_session=a.mean_session, seed=a.seed)
-    return sessions_bench.make_files(spark, ns, folder)
+        return ss.make_input(spark, folder, a.events, a.files, a.keys, a.density, a.seed, a.jitter_ms)
+    return sessions_bench.make_files(spark, folder, a.events, a.files, a.keys, a.mean_session, a.seed)
 
 
 def read_events(files: list[Path]):
@@ -255,30 +228,22 @@ def ms_tick_check(spark, k, t, v, size_ms: int) -> dict:
 def windowagg_query(kind: str, spark, a, source: Path):
     """The windowagg streaming query of `kind` over the files in `source` (grace on the definition)."""
     import windowagg
-    from pyspark.sql import functions as F
     from windowagg import SessionWindows, SlidingWindows
 
     grace = f"{int(round(a.grace * 1000))} milliseconds"
-    events = (spark.readStream.schema("k INT, ts TIMESTAMP, v DOUBLE")
-              .option("maxFilesPerTrigger", 1)
-              .parquet(str(source)))
+    events = harness.file_stream(spark, source)
     if kind == "sliding":
         definition = SlidingWindows.of(f"{a.size} seconds").grace(grace)
     else:
         definition = SessionWindows.withInactivityGap(f"{GAP_S} seconds").grace(grace)
-    return (events.groupBy("k", windowagg.window("ts", definition, emit="final"))
-            .agg(F.sum("v").alias("sum_v"), F.count("v").alias("count_v"), F.max("v").alias("max_v")))
+    return events.groupBy("k", windowagg.window("ts", definition, emit="final")).agg(*harness.sum_count_max())
 
 
-def run_windowagg(kind: str, spark, a, source: Path, checkpoint: Path, batches: int, cpu, with_flush: bool) -> dict:
-    """One run through bench/sliding_streaming.py's run_query (progress, CPU, trailing no-data batch),
-    with this script's query in place of that module's own."""
-    original = ss.query
-    ss.query = lambda name, spark_, a_, source_: windowagg_query(name, spark_, a_, source_)
-    try:
-        r = ss.run_query(kind, spark, a, source, checkpoint, batches, a.timeout, cpu)
-    finally:
-        ss.query = original
+def run_windowagg(kind: str, spark, a, source: Path, checkpoint: Path, batches: int, meter: harness.CpuMeter,
+                  with_flush: bool) -> dict:
+    """One run of the windowagg query over `source` (harness.run_stream: progress, CPU, the trailing
+    no-data micro-batch)."""
+    r = harness.run_stream(spark, windowagg_query(kind, spark, a, source), kind, checkpoint, batches, a.timeout, meter)
     shutil.rmtree(checkpoint, ignore_errors=True)
     # the far-future event is input, not one of the events
     r["events_read"] = r["events"]
@@ -296,7 +261,7 @@ def build_kafka() -> str:
     cp_file = KAFKA_DIR / "target" / "classpath.txt"
     cmd = ["mvn", "-q", "-f", str(KAFKA_DIR / "pom.xml"), "package", "dependency:build-classpath",
            f"-Dmdep.outputFile={cp_file}"]
-    log(f"building {KAFKA_DIR.relative_to(REPO)}: {' '.join(cmd[:4])} ...")
+    log(f"building {report.repo_rel(KAFKA_DIR)}: {' '.join(cmd[:4])} ...")
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -320,8 +285,8 @@ def java_bin() -> str:
     return shutil.which("java") or "java"
 
 
-def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, state_dir: Path, cpu,
-              timeout: float) -> dict:
+def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, state_dir: Path,
+              meter: harness.CpuMeter, timeout: float) -> dict:
     """One JVM: warm-up on the first warmup_events events, then the timed run; its JSON line, plus the
     JVM's wall and CPU time and the CPU other processes used meanwhile."""
     cmd = [java_bin(), f"-Xmx{a.kafka_heap}", "-cp", cp, KAFKA_MAIN, "--input", str(csv), "--kind", kind,
@@ -333,7 +298,7 @@ def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, 
         cmd.append("--changelog")
     if a.caching:
         cmd.append("--caching")
-    s0 = cpu.sample()
+    s0 = meter.sample()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
@@ -344,16 +309,12 @@ def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, 
         status, out, err = "timeout", "", e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
     wall = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    s1 = cpu.sample()
+    c = harness.CpuMeter.between(s0, meter.sample(), wall)
     shutil.rmtree(state_dir, ignore_errors=True)
     jvm_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    r = {"system": "kafka", "kind": kind, "store": store, "status": status, "jvm_wall_s": wall, "jvm_cpu_s": jvm_cpu}
-    (b0, o0), (b1, o1) = s0, s1
-    if None not in (b0, b1, o0, o1) and wall > 0:
-        foreign = max(0.0, (b1 - b0 - (o1 - o0)) / ss._CLK - jvm_cpu)
-        r["foreign_cores"] = foreign / wall
-    else:
-        r["foreign_cores"] = None
+    r = {"system": "kafka", "kind": kind, "store": store, "status": status, "jvm_wall_s": wall, "jvm_cpu_s": jvm_cpu,
+         # the Kafka JVM is a child process, not one of ours: what it used is not others' CPU
+         "foreign_cores": None if c["foreign_cpu_s"] is None else max(0.0, c["foreign_cpu_s"] - jvm_cpu) / wall}
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     if lines:
         r.update(json.loads(lines[-1]))
@@ -365,11 +326,6 @@ def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, 
 
 # ------------------------------------------------------------------------------------- results
 
-def _median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
 def summarize(res: dict) -> None:
     """Per kind: windowagg's and each Kafka store's medians, the ratios, and the window-count check."""
     out = {}
@@ -378,12 +334,12 @@ def summarize(res: dict) -> None:
         wr = [r for r in res["runs"] if r["system"] == "windowagg" and r["kind"] == kind
               and r.get("timed") and r["status"] == "ok" and r.get("events_per_s")]
         if wr:
-            eps = _median([r["events_per_s"] for r in wr])
+            eps = harness.median([r["events_per_s"] for r in wr])
             s["windowagg"] = {
                 "events_per_s": eps, "runs": len(wr), "events": wr[0]["events"],
-                "processing_s": _median([r["processing_s"] for r in wr]),
-                "wall_s": _median([r["wall_s"] for r in wr]),
-                "own_cpu_s": _median([r.get("own_cpu_s") for r in wr]),
+                "processing_s": harness.median([r["processing_s"] for r in wr]),
+                "wall_s": harness.median([r["wall_s"] for r in wr]),
+                "own_cpu_s": harness.median([r.get("own_cpu_s") for r in wr]),
                 "micro_batches": wr[0]["micro_batches"],
                 "output_rows": wr[0]["output_rows"], "output_rows_all": sorted({r["output_rows"] for r in wr}),
                 "state_rows_max": max((b["state_rows"] for b in wr[0]["batches"]), default=None),
@@ -398,17 +354,17 @@ def summarize(res: dict) -> None:
                 continue
             complete = all(r.get("complete") for r in kr)
             x = {
-                "events_per_s": _median([r["events_per_s"] for r in kr]), "runs": len(kr),
+                "events_per_s": harness.median([r["events_per_s"] for r in kr]), "runs": len(kr),
                 "complete": complete, "events": min(r["events"] for r in kr), "events_total": kr[0]["events_total"],
                 "event_time_span_s": min(r["event_time_span_s"] for r in kr),
-                "seconds": _median([r["seconds"] for r in kr]),
-                "cpu_seconds": _median([r["cpu_seconds"] for r in kr]),
-                "process_cpu_seconds": _median([r["process_cpu_seconds"] for r in kr]),
-                "last_chunk_events_per_s": _median([r.get("last_chunk_events_per_s") for r in kr]),
+                "seconds": harness.median([r["seconds"] for r in kr]),
+                "cpu_seconds": harness.median([r["cpu_seconds"] for r in kr]),
+                "process_cpu_seconds": harness.median([r["process_cpu_seconds"] for r in kr]),
+                "last_chunk_events_per_s": harness.median([r.get("last_chunk_events_per_s") for r in kr]),
                 "output_records": kr[0]["output_records"],
                 "output_records_all": sorted({r["output_records"] for r in kr}),
                 "contended_runs": sum(1 for r in kr if r.get("contended")),
-                "jvm_wall_s": _median([r["jvm_wall_s"] for r in kr]),
+                "jvm_wall_s": harness.median([r["jvm_wall_s"] for r in kr]),
             }
             x["cpu_s_per_million"] = x["process_cpu_seconds"] / x["events"] * 1e6 if x["events"] else None
             w = s["windowagg"]
@@ -450,20 +406,14 @@ def summarize(res: dict) -> None:
 
 
 def write_results(res: dict, tag: str) -> Path:
-    return harness.write_json(res, RESULTS_DIR / f"kafka_compare-{tag}.json")
+    return harness.write_json(res, harness.results_path("kafka_compare", tag))
 
 
 # -------------------------------------------------------------------------------------- report
 
-def _fmt(x, spec=",.0f", none="–"):
-    return none if x is None else format(x, spec)
-
-
 def render_plot(res: dict, img: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401
+    plt = report.pyplot()
+    import matplotlib.ticker
 
     kinds = [k for k in res["args"]["kinds"] if k in res["summary"]]
     stores = res["args"]["stores"]
@@ -518,9 +468,7 @@ def render_plot(res: dict, img: Path) -> None:
     fig.suptitle(f"{wl['events']:,} events per kind, {wl['keys']:,} keys; sliding S = {wl['size_s']} s, "
                  f"session gap {wl['gap_s']} s, grace {wl['grace_s']:g} s", fontsize=10)
     fig.tight_layout()
-    img.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(img, dpi=110)
-    plt.close(fig)
+    report.save(fig, img)
 
 
 def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
@@ -528,12 +476,9 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     S, wl, m, cfg = res["summary"], res["workload"], res["machine"], res["config"]
     kafka_version = next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?")
     kafka_java = next((r.get("java") for r in res["runs"] if r.get("java")), "?")
-    rel = lambda p: os.path.relpath(p, doc.parent)  # noqa: E731
-    L = []
-    L.append("# windowagg against Kafka Streams: sliding and session windows, per core\n")
-    L.append(f"Generated by `bench/kafka_compare.py` from `{os.path.relpath(json_path, REPO)}` (run started "
-             f"{res['started']}, finished {res['finished']}, git {res['git_rev']}). Every number below comes "
-             "from that run.\n")
+    L = ["# windowagg against Kafka Streams: sliding and session windows, per core", "",
+         report.provenance("kafka_compare.py", [json_path]), "", *report.banners(res),
+         report.run_line(res, json_path, doc), ""]
     L.append("The same events, the same windows (size, gap, grace, final emission, count/sum/max), run by "
              "windowagg in Spark Structured Streaming on one core and by Kafka Streams on one thread (its "
              "`TopologyTestDriver`), with Kafka's in-memory and RocksDB stores.\n")
@@ -558,17 +503,17 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     for kind, s in S.items():
         w = s["windowagg"]
         if w:
-            L.append(f"| {KIND_LABEL[kind]} | **windowagg** (`{cfg['master']}`) | **{_fmt(w['events_per_s'])}** | "
-                     f"{w['processing_s']:.1f} | {_fmt(w['own_cpu_s'], '.1f')} | {_fmt(w['cpu_s_per_million'], '.1f')} | "
+            L.append(f"| {KIND_LABEL[kind]} | **windowagg** (`{cfg['master']}`) | **{report.fmt_num(w['events_per_s'])}** | "
+                     f"{w['processing_s']:.1f} | {report.fmt_num(w['own_cpu_s'], '.1f')} | {report.fmt_num(w['cpu_s_per_million'], '.1f')} | "
                      f"{w['output_rows']:,} | | |")
         for store, x in s["kafka"].items():
             lb = "≥ " if x.get("ratio_is_lower_bound") else ""
             ev = "" if x["complete"] else f" (first {x['events']:,} events, then stopped)"
-            L.append(f"| {KIND_LABEL[kind]} | Kafka Streams, {STORE_LABEL[store]} | {_fmt(x['events_per_s'])}{ev} | "
-                     f"{x['seconds']:.1f} | {x['process_cpu_seconds']:.1f} | {_fmt(x['cpu_s_per_million'], '.1f')} | "
+            L.append(f"| {KIND_LABEL[kind]} | Kafka Streams, {STORE_LABEL[store]} | {report.fmt_num(x['events_per_s'])}{ev} | "
+                     f"{x['seconds']:.1f} | {x['process_cpu_seconds']:.1f} | {report.fmt_num(x['cpu_s_per_million'], '.1f')} | "
                      f"{'–' if not x['complete'] else format(x['output_records'], ',')} | "
-                     f"**{lb}{_fmt(x.get('ratio_windowagg_over_kafka'), '.2f')}×** | "
-                     f"{lb}{_fmt(x.get('ratio_cpu'), '.2f')}× |")
+                     f"**{lb}{report.fmt_num(x.get('ratio_windowagg_over_kafka'), '.2f')}×** | "
+                     f"{lb}{report.fmt_num(x.get('ratio_cpu'), '.2f')}× |")
     L.append("")
     L.append("- **events/s**: windowagg: events ÷ the sum of the micro-batches' `triggerExecution` at "
              f"`{cfg['master']}` (one task thread); Kafka Streams: events ÷ the wall time of piping them "
@@ -589,7 +534,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                  "plot), so the ratio is a lower bound (≥), and its windows are not all closed, so it has no "
                  "window count.")
     L.append("")
-    L.append(f"![events per second, and Kafka's rate along each run]({rel(img)})\n")
+    L.append(f"![events per second, and Kafka's rate along each run]({report.link(img, doc)})\n")
 
     L.append("## Window counts\n")
     L.append("Each system's final windows, next to the count expected from the events (computed by "
@@ -608,10 +553,10 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         if kind == "session" and all(ok) and c.get("windowagg") is not None and all(
                 c.get(f"kafka_{st}") == c["windowagg"] for st in s["kafka"] if c.get(f"kafka_{st}") is not None):
             verdict = "yes: the same sessions count"
-        L.append(f"| {KIND_LABEL[kind]} | {_fmt(c.get('windowagg'), ',')} | {_fmt(e.get('windowagg'), ',')} | "
-                 f"{_fmt(c.get('kafka_memory'), ',', 'not all closed' if 'memory' in s['kafka'] else '–')} | "
-                 f"{_fmt(c.get('kafka_rocksdb'), ',', 'not all closed' if 'rocksdb' in s['kafka'] else '–')} | "
-                 f"{_fmt(e.get('kafka'), ',')} | {verdict} |")
+        L.append(f"| {KIND_LABEL[kind]} | {report.fmt_num(c.get('windowagg'), ',')} | {report.fmt_num(e.get('windowagg'), ',')} | "
+                 f"{report.fmt_num(c.get('kafka_memory'), ',', 'not all closed' if 'memory' in s['kafka'] else '–')} | "
+                 f"{report.fmt_num(c.get('kafka_rocksdb'), ',', 'not all closed' if 'rocksdb' in s['kafka'] else '–')} | "
+                 f"{report.fmt_num(e.get('kafka'), ',')} | {verdict} |")
         if kind == "sliding" and c.get("ms_tick"):
             mt = c["ms_tick"]
             wb = mt["windowagg_batch"]
@@ -621,7 +566,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                 "time as an integral epoch-millisecond column (`time_unit=\"milliseconds\"`, a 1 ms tick) finds "
                 f"{wb['windows']:,} windows whose counts sum to {wb['sum_of_counts']:,}; "
                 + "; ".join(f"Kafka Streams with its {STORE_LABEL[st]}: {x['windows']:,} windows summing to "
-                            f"{_fmt(x['sum_of_counts'], ',')}" for st, x in ks)
+                            f"{report.fmt_num(x['sum_of_counts'], ',')}" for st, x in ks)
                 + (" — **identical**." if mt.get("equal") else " — **not identical**."))
         kafka_seen = [c.get(f"kafka_{st}") for st in s["kafka"] if c.get(f"kafka_{st}") is not None]
         observed_diff = (f"{c['windowagg'] - kafka_seen[0]:,}" if kafka_seen and c.get("windowagg") is not None
@@ -667,15 +612,12 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
              "up with windowagg (Kafka's rate per chunk varies along the run, right plot).\n")
 
     L.append("## Machine and versions\n")
-    L.append(f"- CPU: {m.get('cpu_model')}, {m.get('cpus_visible')} visible cores, {m.get('memory_gib')} GiB; "
-             f"{m.get('os')}")
-    L.append(f"- windowagg: Spark {m.get('spark')} (pyspark {m.get('pyspark')}), {m.get('java')}, Python "
-             f"{m.get('python')}; `{cfg['master']}`, `spark.sql.shuffle.partitions={cfg['shuffle_partitions']}`, "
+    L.append("- " + report.machine_line(m))
+    L.append(f"- windowagg: `{cfg['master']}`, `spark.sql.shuffle.partitions={cfg['shuffle_partitions']}`, "
              f"driver memory {cfg['driver_memory']}, state store `RocksDBStateStoreProvider` (Spark's RocksDB "
              "settings at their defaults)")
     if cfg.get("windowagg_jar"):
-        j = cfg["windowagg_jar"]
-        L.append(f"- windowagg jar: `{j.get('path')}`, {j.get('bytes', 0):,} bytes, built {j.get('mtime')}")
+        L.append("- " + report.jar_line(cfg["windowagg_jar"]))
     L.append(f"- Kafka Streams {kafka_version} with kafka-streams-test-utils {kafka_version} "
              f"(`bench/kafka-streams/pom.xml`), {kafka_java}, `-Xmx{res['args']['kafka_heap']}`, one JVM per run")
     L.append("")
@@ -770,16 +712,16 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     L.append("- One core each, but each JVM also has GC, JIT and (RocksDB) background threads; the CPU columns "
              "count them.")
     L.append("")
-    L.append("## Reproduce\n")
-    L.append("```")
-    L.append("bench/run-kafka-compare --quick          # smoke run: 50k events, 10 keys (a few minutes)")
-    L.append("bench/run-kafka-compare                  # this page: 300k events, 1000 keys; log in "
-             "bench/results/kafka_compare-full.log")
-    L.append(f".venv/bin/python bench/kafka_compare.py --report {os.path.relpath(json_path, REPO)}   "
-             "# re-render this page")
-    L.append("```")
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join(L) + "\n")
+    report.finish_page(doc, img, L, None, "## Reproduce", [
+        "bench/run-kafka-compare --quick          # smoke run: 50k events, 10 keys (a few minutes)",
+        "bench/run-kafka-compare                  # this page: 300k events, 1000 keys; log in "
+        "bench/results/kafka_compare-full.log",
+        f".venv/bin/python bench/kafka_compare.py --report {report.repo_rel(json_path)}   # re-render this page"])
+
+
+def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
+    """--report: the summary, recomputed from the runs and written back, then the page and plot."""
+    report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize)
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -787,12 +729,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.report:
-        path = Path(a.report).resolve()
-        res = json.loads(path.read_text())
-        summarize(res)
-        harness.write_json(res, path)
-        render_doc(res, path)
-        log(f"wrote {DOC} and {IMG}")
+        rerender([Path(a.report)])
         return 0
 
     cp = kafka_classpath() if a.no_build else build_kafka()
@@ -800,39 +737,22 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     log(f"events={a.events:,} keys={a.keys} files={a.files} kinds={a.kinds} stores={a.stores} S={a.size}s "
         f"gap={GAP_S}s grace={a.grace}s reps={a.reps} master={a.master} work={work}")
-    spark = harness.build_session(
-        "windowagg-bench-kafka-compare", master=a.master, shuffle_partitions=a.shuffle_partitions,
-        driver_memory=a.driver_memory,
-        extra_conf={"spark.sql.streaming.stateStore.providerClass": ss.ROCKSDB,
-                    "spark.sql.streaming.numRecentProgressUpdates": "100000"})
-    spark.sparkContext.setLogLevel("ERROR")
-    cpu = ss.Cpu(spark)
-    res = {
-        "benchmark": "kafka_compare",
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    spark, res = harness.start(a, "windowagg-bench-kafka-compare", "kafka_compare", config=harness.stream_config,
+                               streaming=True, use_tmp_jar=True, log_level="ERROR")
+    if res is None:
+        return 1
+    meter = harness.CpuMeter(spark)
+    res.update({
         "finished": None,
-        "git_rev": ss.git_rev(),
-        "args": {k: v for k, v in vars(a).items()},
-        "config": {"master": a.master, "shuffle_partitions": a.shuffle_partitions, "driver_memory": a.driver_memory,
-                   "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass"),
-                   "windowagg_jar": harness.jar_info()},
-        "machine": harness.machine_info(spark),
         "workload": {"events": a.events, "keys": a.keys, "files": a.files, "density": a.density, "size_s": a.size,
                      "gap_s": GAP_S, "grace_s": a.grace, "jitter_ms": a.jitter_ms, "mean_session": a.mean_session,
                      "flush_key": FLUSH_KEY, "flush_after_ms": FLUSH_AFTER_MS},
         "inputs": {}, "expected": {}, "runs": [],
-    }
-    log(f"machine: {res['machine']}")
+    })
 
     def save():
         summarize(res)
         return write_results(res, a.tag)
-
-    def quiet():
-        if a.quiet_wait > 0:
-            waited, share = cpu.wait_quiet(a.quiet_wait, a.contended)
-            if waited >= 1:
-                log(f"  waited {waited:.0f}s for a quiet machine (other processes at {share:.2f} cores)")
 
     import numpy as np
     try:
@@ -848,7 +768,7 @@ def main(argv=None) -> int:
             all_files = files + [flush_file]
             warm_n = min(a.warmup_files, len(files))
             warm_events = int(sum(per_file[:warm_n]))
-            ss.link_subset(files, work / f"{kind}-warmup", warm_n)
+            harness.link_subset(files, work / f"{kind}-warmup", warm_n)
             exp = expected_windows(kind, k, t, a.size * 1000, GAP_S * 1000)
             if kind == "sliding":
                 t1 = time.perf_counter()
@@ -866,15 +786,15 @@ def main(argv=None) -> int:
             save()
 
             # ---- windowagg: warm-up, then the timed runs, interleaved with Kafka's
-            r = run_windowagg(kind, spark, a, work / f"{kind}-warmup", work / f"ck-{kind}-warmup", warm_n, cpu,
+            r = run_windowagg(kind, spark, a, work / f"{kind}-warmup", work / f"ck-{kind}-warmup", warm_n, meter,
                               with_flush=False)
             r.update({"timed": False, "rep": 0})
             res["runs"].append(r)
             log(f"windowagg {kind} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s processing")
             for rep in range(1, a.reps + 1):
-                quiet()
+                harness.wait_quiet(meter, a.quiet_wait, a.contended)
                 r = run_windowagg(kind, spark, a, work / f"{kind}-input", work / f"ck-{kind}-{rep}", len(all_files),
-                                  cpu, with_flush=True)
+                                  meter, with_flush=True)
                 r.update({"timed": True, "rep": rep,
                           "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended})
                 res["runs"].append(r)
@@ -884,8 +804,8 @@ def main(argv=None) -> int:
                     f"other processes {r['foreign_cores'] or 0:.2f} cores")
                 save()
                 for store in a.stores:
-                    quiet()
-                    kr = run_kafka(kind, store, a, cp, csv, warm_events, work / f"kafka-state-{kind}-{store}", cpu,
+                    harness.wait_quiet(meter, a.quiet_wait, a.contended)
+                    kr = run_kafka(kind, store, a, cp, csv, warm_events, work / f"kafka-state-{kind}-{store}", meter,
                                    timeout=a.kafka_max_seconds * 2 + a.kafka_warmup_seconds * 2 + 300)
                     kr.update({"timed": True, "rep": rep,
                                "contended": kr["foreign_cores"] is not None and kr["foreign_cores"] > a.contended})
@@ -904,10 +824,7 @@ def main(argv=None) -> int:
             shutil.rmtree(work / f"{kind}-input", ignore_errors=True)
             shutil.rmtree(work / f"{kind}-warmup", ignore_errors=True)
     finally:
-        res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        path = save()
-        spark.stop()
-        harness.cleanup_jar_copy()
+        path = harness.finish(spark, res, save)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -919,13 +836,11 @@ def main(argv=None) -> int:
             lb = ">= " if x.get("ratio_is_lower_bound") else ""
             log(f"{kind:8s} kafka {store:8s}: {x['events_per_s']:,.0f} events/s"
                 f"{'' if x['complete'] else ' (incomplete)'}, {x['output_records']:,} final windows; "
-                f"windowagg / kafka = {lb}{_fmt(x.get('ratio_windowagg_over_kafka'), '.2f')}x "
-                f"(CPU per event: {lb}{_fmt(x.get('ratio_cpu'), '.2f')}x)")
+                f"windowagg / kafka = {lb}{report.fmt_num(x.get('ratio_windowagg_over_kafka'), '.2f')}x "
+                f"(CPU per event: {lb}{report.fmt_num(x.get('ratio_cpu'), '.2f')}x)")
         log(f"{kind:8s} check: {s['check']}")
-    log(f"results: {path}")
     if a.docs:
         render_doc(res, path)
-        log(f"wrote {DOC} and {IMG}")
     return 0
 
 

@@ -23,14 +23,15 @@ micro-batch = sum of stateOperators[].numRowsTotal. One warm-up on the first few
 
 /proc/loadavg and the CPU other processes used (from /proc/stat) are recorded around every run.
 Results: bench/results/sessions-<tag>.json, sessions-<tag>.csv, sessions-<tag>-batches.csv.
-Run:  .venv/bin/python bench/sessions.py [--quick]
+docs/benchmarks-sessions.md is written by hand from them; --report draws its plot
+(docs/img/sessions_<tag>.png: batch times per run and median, streaming state rows per micro-batch)
+and prints its tables.
+Run:         .venv/bin/python bench/sessions.py [--quick]
+Plot/tables: .venv/bin/python bench/sessions.py --report bench/results/sessions-full.json
 """
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import glob
-import json
 import os
 import shutil
 import statistics
@@ -40,27 +41,14 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
-# helpers from the sliding benchmarks (both import without side effects)
-from sliding_batch import Runner, machine_info, git_rev  # noqa: E402
-from sliding_streaming import Cpu, ROCKSDB  # noqa: E402
+import harness  # noqa: E402
+import report  # noqa: E402
+from harness import log, loadavg  # noqa: E402
 
-REPO = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
 GAP_S = 30
 COMPETITORS = ["windowagg", "spark"]
-
-_T0 = time.time()
-
-
-def log(msg: str) -> None:
-    print(f"[{time.time() - _T0:8.1f}s] {msg}", flush=True)
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
+COLORS = {"windowagg": "tab:blue", "spark": "tab:orange"}
+LABELS = {"windowagg": "windowagg SessionWindows", "spark": "Spark session_window"}
 
 
 def parse_args(argv=None):
@@ -78,46 +66,13 @@ def parse_args(argv=None):
     p.add_argument("--stream-timeout", type=float, default=420.0)
     p.add_argument("--skip-streaming", action="store_true")
     p.add_argument("--skip-batch", action="store_true")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--shuffle-partitions", type=int, default=4)
-    p.add_argument("--driver-memory", default="6g")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--tag")
+    harness.add_session_args(p, driver_memory="6g", seed=7)
+    harness.add_output_args(p, None)
     a = p.parse_args(argv)
-    q = a.quick
-    a.rows = a.rows or (200_000 if q else 4_000_000)
-    a.keys = a.keys or (100 if q else 1000)
-    a.reps = a.reps or (2 if q else 3)
-    a.stream_rows = a.stream_rows or (100_000 if q else 1_000_000)
-    if q:
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(3, 2), stream_rows=(1_000_000, 100_000))
+    if a.quick:
         a.files = min(a.files, 10)
-    a.tag = a.tag or ("quick" if q else "full")
     return a
-
-
-def build_session(a):
-    import windowagg
-    conf = {
-        "spark.driver.memory": a.driver_memory,
-        "spark.sql.shuffle.partitions": str(a.shuffle_partitions),
-        "spark.sql.adaptive.coalescePartitions.enabled": "false",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.numRecentProgressUpdates": "100000",
-    }
-    jar = os.environ.get("WINDOWAGG_JAR") or "/tmp/windowagg-latest.jar"
-    if Path(jar).exists():
-        # private copy: /tmp/windowagg-latest.jar may be replaced by a build while we run
-        copy = Path(f"/tmp/windowagg-bench-sessions-{os.getpid()}.jar")
-        shutil.copyfile(jar, copy)
-        os.environ["WINDOWAGG_JAR"] = str(copy)
-        a.jar_source = {"path": jar, "bytes": Path(jar).stat().st_size,
-                        "mtime": dt.datetime.fromtimestamp(Path(jar).stat().st_mtime, dt.timezone.utc)
-                        .isoformat(timespec="seconds")}
-    log(f"windowagg.session, jar {windowagg.jar_path()}")
-    return windowagg.session(app_name="windowagg-bench-sessions", master=a.master, config=conf)
 
 
 # ------------------------------------------------------------------------------ the workload
@@ -148,7 +103,7 @@ def query(name: str, df):
     from pyspark.sql import functions as F
     import windowagg
     from windowagg import SessionWindows
-    aggs = [F.sum("v").alias("sum_v"), F.count("v").alias("count_v"), F.max("v").alias("max_v")]
+    aggs = harness.sum_count_max()
     if name == "windowagg":
         return df.groupBy("k", windowagg.window("ts", SessionWindows.withInactivityGap(f"{GAP_S} seconds"))).agg(*aggs)
     if name == "spark":
@@ -187,7 +142,7 @@ def run_batch(spark, a, res, save):
         f"({time.perf_counter() - t0:.1f}s)")
     save()
 
-    runner = Runner(spark, timeout=600.0)
+    runner = harness.Runner(spark, timeout=600.0)
 
     def one(c, kind):
         la0 = loadavg()
@@ -219,91 +174,26 @@ def run_batch(spark, a, res, save):
 
 # ------------------------------------------------------------------------------ streaming
 
-def make_files(spark, a, folder: Path) -> list[Path]:
+def make_files(spark, folder: Path, rows: int, files: int, keys: int, mean_session: float, seed: int) -> list[Path]:
+    """The generator's first `rows` events in event-time order, as `files` files (harness.write_batches)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-    staging = folder.with_name(folder.name + "-staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
-    per_file = -(-a.stream_rows // a.files)
-    d = events(spark, a.stream_rows, a.keys, a.mean_session, a.seed)
-    (d.withColumn("n", F.row_number().over(Window.orderBy("ts", "k")) - 1)
-     .withColumn("batch", (F.col("n") / per_file).cast("int"))
-     .repartition(4, "batch").sortWithinPartitions("batch", "n")
-     .select("batch", "k", "ts", "v")
-     .write.partitionBy("batch").parquet(str(staging)))
-    folder.mkdir(parents=True)
-    files = []
-    first = time.time() - a.files - 10
-    for bi in range(a.files):
-        parts = sorted(glob.glob(str(staging / f"batch={bi}" / "*.parquet")))
-        if len(parts) != 1:
-            raise RuntimeError(f"expected one file for batch {bi}, found {len(parts)}")
-        t = folder / f"events-{bi:05d}.parquet"
-        os.replace(parts[0], t)
-        os.utime(t, (first + bi, first + bi))
-        files.append(t)
-    shutil.rmtree(staging, ignore_errors=True)
-    return files
+    per_file = -(-rows // files)
+    d = events(spark, rows, keys, mean_session, seed)
+    return harness.write_batches(
+        d.withColumn("n", F.row_number().over(Window.orderBy("ts", "k")) - 1)
+        .withColumn("batch", (F.col("n") / per_file).cast("int"))
+        .repartition(4, "batch").sortWithinPartitions("batch", "n")
+        .select("batch", "k", "ts", "v"), folder, files)
 
 
-def stream_query(name, spark, a, source: Path):
-    ev = (spark.readStream.schema("k INT, ts TIMESTAMP, v DOUBLE").option("maxFilesPerTrigger", 1)
-          .parquet(str(source)).withWatermark("ts", a.watermark))
-    return query(name, ev)
-
-
-def run_stream(name, spark, a, source: Path, checkpoint: Path, expected: int, cpu: Cpu) -> dict:
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    df = stream_query(name, spark, a, source)
-    spark.sparkContext._jvm.System.gc()
+def run_stream(name, spark, a, source: Path, checkpoint: Path, expected: int, meter: harness.CpuMeter) -> dict:
+    """harness.run_stream of competitor `name` over the files in `source`, with the load average around it."""
     la0 = loadavg()
-    s0 = cpu.sample()
-    t0 = time.perf_counter()
-    q = (df.writeStream.queryName(f"sess_{name}_{int(time.time() * 1000)}").format("noop")
-         .outputMode("append").option("checkpointLocation", str(checkpoint)).start())
-    status = "ok"
-    seen = t0
-    try:
-        while True:
-            if q.exception() is not None:
-                status = f"error: {str(q.exception()).splitlines()[0][:300]}"
-                break
-            pr = q.recentProgress
-            data = [p for p in pr if p["numInputRows"] > 0]
-            done = len(data) >= expected
-            if done and pr and pr[-1]["numInputRows"] == 0 and len(pr) > len(data):
-                break
-            if done and time.perf_counter() > seen + 20:
-                break
-            if not done:
-                seen = time.perf_counter()
-            if time.perf_counter() > t0 + a.stream_timeout:
-                status = "timeout"
-                break
-            time.sleep(0.2)
-        wall = time.perf_counter() - t0
-        pr = q.recentProgress
-    finally:
-        q.stop()
-    c = Cpu.between(s0, cpu.sample(), wall)
-    batches = []
-    for p in pr:
-        ops = p.get("stateOperators") or []
-        batches.append({
-            "batch": p["batchId"], "input_rows": p["numInputRows"],
-            "trigger_ms": p["durationMs"].get("triggerExecution", 0),
-            "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
-            "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
-            "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
-            "operator": ",".join(str(op.get("operatorName")) for op in ops),
-        })
-    ev = sum(x["input_rows"] for x in batches)
-    ms = sum(x["trigger_ms"] for x in batches)
-    return {"competitor": name, "status": status, "wall_s": wall, "events": ev, "micro_batches": len(batches),
-            "processing_s": ms / 1000.0, "events_per_s": ev / (ms / 1000.0) if ms else None,
-            "output_rows": sum(max(x["output_rows"], 0) for x in batches),
-            "loadavg_before": la0, "loadavg_after": loadavg(), "batches": batches, **c}
+    r = harness.run_stream(spark, query(name, harness.file_stream(spark, source, a.watermark)), name, checkpoint,
+                           expected, a.stream_timeout, meter)
+    r.update({"loadavg_before": la0, "loadavg_after": loadavg()})
+    return r
 
 
 def run_streaming(spark, a, res, save):
@@ -312,22 +202,18 @@ def run_streaming(spark, a, res, save):
     work.mkdir(parents=True)
     log(f"streaming: writing {a.stream_rows:,} events as {a.files} files ...")
     t0 = time.perf_counter()
-    files = make_files(spark, a, work / "all")
+    files = make_files(spark, work / "all", a.stream_rows, a.files, a.keys, a.mean_session, a.seed)
     warm = work / "warm"
-    warm.mkdir()
-    for f in files[:a.warmup_files]:
-        os.link(f, warm / f.name)
-        st = f.stat()
-        os.utime(warm / f.name, (st.st_mtime, st.st_mtime))
+    harness.link_subset(files, warm, a.warmup_files)
     log(f"streaming: files written ({time.perf_counter() - t0:.1f}s)")
     s = res["streaming"] = {"events": a.stream_rows, "files": a.files, "watermark": a.watermark, "runs": []}
-    cpu = Cpu(spark)
+    meter = harness.CpuMeter(spark)
     for c in COMPETITORS:
-        r = run_stream(c, spark, a, warm, work / f"ck-warm-{c}", a.warmup_files, cpu)
+        r = run_stream(c, spark, a, warm, work / f"ck-warm-{c}", a.warmup_files, meter)
         log(f"streaming {c:9s} warm-up: {r['status']} {r['wall_s']:.1f}s")
     for i in range(a.stream_reps):
         for c in COMPETITORS:
-            r = run_stream(c, spark, a, work / "all", work / f"ck-{c}-{i}", a.files, cpu)
+            r = run_stream(c, spark, a, work / "all", work / f"ck-{c}-{i}", a.files, meter)
             r["kind"] = f"rep {i + 1}"
             s["runs"].append(r)
             st = [x["state_rows"] for x in r["batches"] if x["input_rows"] > 0]
@@ -340,13 +226,10 @@ def run_streaming(spark, a, res, save):
     for c in COMPETITORS:
         rs = [r for r in s["runs"] if r["competitor"] == c and r["status"] == "ok"]
         eps = [r["events_per_s"] for r in rs if r["events_per_s"]]
-        st = [x["state_rows"] for r in rs[-1:] for x in r["batches"] if x["input_rows"] > 0]
-        n = len(st)
-        s["cells"][c] = {"events_per_s": eps, "median_events_per_s": statistics.median(eps) if eps else None,
-                         "state_rows_max": max(st) if st else None,
-                         "state_rows_q2_mean": statistics.mean(st[n // 4:n // 2]) if n >= 4 else None,
-                         "state_rows_q4_mean": statistics.mean(st[3 * n // 4:]) if n >= 4 else None,
-                         "output_rows": rs[-1]["output_rows"] if rs else None}
+        st = harness.state_quarters(rs[-1]["batches"] if rs else [])
+        s["cells"][c] = {"events_per_s": eps, "median_events_per_s": harness.median(eps),
+                         "state_rows_max": st["max"], "state_rows_q2_mean": st["q2_mean"],
+                         "state_rows_q4_mean": st["q4_mean"], "output_rows": rs[-1]["output_rows"] if rs else None}
     w, sp = s["cells"]["windowagg"]["median_events_per_s"], s["cells"]["spark"]["median_events_per_s"]
     s["ratio_windowagg_over_spark_events_per_s"] = (w / sp) if w and sp else None
     save()
@@ -356,47 +239,51 @@ def run_streaming(spark, a, res, save):
 # ------------------------------------------------------------------------------------ output
 
 def write(res, tag):
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    j = RESULTS_DIR / f"sessions-{tag}.json"
-    tmp = j.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(res, indent=2, default=str) + "\n")
-    tmp.replace(j)
-    lines = ["part,competitor,kind,status,seconds_or_processing_s,events_per_s,foreign_cores,loadavg_before,loadavg_after"]
+    j = harness.write_json(res, harness.results_path("sessions", tag))
+    lines = []
     for r in (res.get("batch") or {}).get("runs", []):
         lines.append(f"batch,{r['competitor']},{r['kind']},{r['status'][:40]},{r['seconds']:.3f},,"
                      f"{r['foreign_cores'] or 0:.2f},{r['loadavg_before']},{r['loadavg_after']}")
     for r in (res.get("streaming") or {}).get("runs", []):
         lines.append(f"streaming,{r['competitor']},{r['kind']},{r['status'][:40]},{r['processing_s']:.3f},"
                      f"{r['events_per_s'] or 0:.0f},{r['foreign_cores'] or 0:.2f},{r['loadavg_before']},{r['loadavg_after']}")
-    (RESULTS_DIR / f"sessions-{tag}.csv").write_text("\n".join(lines) + "\n")
-    bl = ["competitor,kind,batch,input_rows,trigger_ms,state_rows,state_memory_bytes,output_rows"]
+    harness.write_csv(j.with_suffix(".csv"), "part,competitor,kind,status,seconds_or_processing_s,events_per_s,"
+                      "foreign_cores,loadavg_before,loadavg_after", lines)
+    bl = []
     for r in (res.get("streaming") or {}).get("runs", []):
         for x in r["batches"]:
             bl.append(f"{r['competitor']},{r['kind']},{x['batch']},{x['input_rows']},{x['trigger_ms']},"
                       f"{x['state_rows']},{x['state_memory_bytes']},{x['output_rows']}")
-    (RESULTS_DIR / f"sessions-{tag}-batches.csv").write_text("\n".join(bl) + "\n")
+    harness.write_csv(harness.results_path("sessions", tag, "-batches.csv"),
+                      "competitor,kind,batch,input_rows,trigger_ms,state_rows,state_memory_bytes,output_rows", bl)
     return j
+
+
+def sessions_config(a, spark) -> dict:
+    return {k: spark.conf.get(k) for k in ["spark.sql.shuffle.partitions",
+                                           "spark.sql.streaming.stateStore.providerClass",
+                                           "spark.sql.adaptive.enabled"]}
 
 
 def main(argv=None):
     a = parse_args(argv)
-    a.jar_source = None
-    spark = build_session(a)
-    spark.sparkContext.setLogLevel("FATAL")
-    res = {"benchmark": "sessions", "tag": a.tag,
-           "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "git": git_rev(), "args": {k: v for k, v in vars(a).items()},
-           "generator": {"gap_s": GAP_S, "spark_gap": f"{GAP_S} seconds 1 microsecond",
-                         "mean_rows_per_session": a.mean_session,
-                         "small_distance_ms": [1, 4999], "break_distance_ms": [(GAP_S + 1) * 1000, 10 * GAP_S * 1000]},
-           "machine": machine_info(spark), "loadavg_start": loadavg()}
-    res["config"] = {k: spark.conf.get(k) for k in ["spark.sql.shuffle.partitions",
-                                                     "spark.sql.streaming.stateStore.providerClass",
-                                                     "spark.sql.adaptive.enabled"]}
-    log(f"machine {res['machine']}; loadavg {res['loadavg_start']}")
+    if a.report:
+        rerender([Path(a.report)])
+        return 0
+    spark, res = harness.start(a, "windowagg-bench-sessions", "sessions", config=sessions_config, streaming=True,
+                               use_tmp_jar=True)
+    if res is None:
+        return 1
+    res["git"] = res.pop("git_rev")  # this benchmark's results have always named it so
+    res.update({"tag": a.tag,
+                "generator": {"gap_s": GAP_S, "spark_gap": f"{GAP_S} seconds 1 microsecond",
+                              "mean_rows_per_session": a.mean_session, "small_distance_ms": [1, 4999],
+                              "break_distance_ms": [(GAP_S + 1) * 1000, 10 * GAP_S * 1000]},
+                "loadavg_start": loadavg()})
+    log(f"loadavg {res['loadavg_start']}")
 
     def save():
-        write(res, a.tag)
+        return write(res, a.tag)
 
     save()
     if not a.skip_batch:
@@ -404,14 +291,85 @@ def main(argv=None):
     if not a.skip_streaming:
         run_streaming(spark, a, res, save)
     res["loadavg_end"] = loadavg()
-    res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    p = write(res, a.tag)
-    log(f"results: {p}")
-    spark.stop()
-    j = os.environ.get("WINDOWAGG_JAR", "")
-    if j.startswith("/tmp/windowagg-bench-sessions-"):
-        Path(j).unlink(missing_ok=True)
+    harness.finish(spark, res, save)
     return 0
+
+
+# ------------------------------------------------------------------------------- plot and tables
+
+def plot(res, img: Path) -> None:
+    """Left: batch times per run and their median; right: streaming state rows per micro-batch."""
+    plt = report.pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    b = res.get("batch") or {}
+    for i, c in enumerate(COMPETITORS):
+        cell = (b.get("cells") or {}).get(c)
+        if not cell:
+            continue
+        ax1.bar(i, cell["median_s"], color=COLORS[c], alpha=0.8, label=f"{LABELS[c]} (median)")
+        ax1.scatter([i] * len(cell["times_s"]), cell["times_s"], color="k", s=12, zorder=3)
+    ax1.set_xticks([0, 1], ["windowagg", "Spark"])
+    ax1.set_ylabel("seconds (noop sink)")
+    ax1.set_title(f"Batch: {b.get('rows', 0):,} rows, {b.get('keys')} keys, gap {GAP_S} s")
+    ax1.legend(fontsize=8)
+    s = res.get("streaming") or {}
+    for c in COMPETITORS:
+        runs = [r for r in s.get("runs", []) if r["competitor"] == c and r["status"] == "ok"]
+        if not runs:
+            continue
+        bs = [x for x in runs[-1]["batches"] if x["input_rows"] > 0]
+        ax2.plot(range(1, len(bs) + 1), [x["state_rows"] for x in bs], marker="o", color=COLORS[c], label=LABELS[c])
+    ax2.set_xlabel("micro-batch (one file each)")
+    ax2.set_ylabel("state rows (numRowsTotal)")
+    ax2.set_ylim(bottom=0)
+    ax2.set_title(f"Streaming: {s.get('events', 0):,} events, {s.get('files')} files")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    report.save(fig, img)
+    print(f"wrote {img}")
+
+
+def tables(res) -> list[str]:
+    """The Markdown tables of docs/benchmarks-sessions.md (written by hand around them)."""
+    head, align = ["", "windowagg", "Spark session_window", "windowagg ÷ Spark"], "lrrr"
+    L = []
+    b, s = res.get("batch") or {}, res.get("streaming") or {}
+    if b.get("cells"):
+        w, sp = b["cells"]["windowagg"], b["cells"]["spark"]
+        L += ["", *report.table(head, align, [
+            ["batch median (s)", f"{w['median_s']:.2f}", f"{sp['median_s']:.2f}", f"{w['median_s'] / sp['median_s']:.2f}"],
+            ["batch runs (s)", ", ".join(f"{x:.2f}" for x in w["times_s"]), ", ".join(f"{x:.2f}" for x in sp["times_s"]), ""],
+            ["other processes' CPU during runs (median, cores of 2)", f"{w['median_foreign_cores']:.2f}",
+             f"{sp['median_foreign_cores']:.2f}", ""]])]
+    if s.get("cells"):
+        w, sp = s["cells"]["windowagg"], s["cells"]["spark"]
+        rows = []
+        if w["median_events_per_s"] and sp["median_events_per_s"]:
+            rows.append(["streaming events/s (median)", f"{w['median_events_per_s']:,.0f}",
+                         f"{sp['median_events_per_s']:,.0f}", f"{w['median_events_per_s'] / sp['median_events_per_s']:.2f}"])
+        rows += [[k, f"{w[k]:,.0f}", f"{sp[k]:,.0f}", f"{w[k] / sp[k]:.2f}"]
+                 for k in ["state_rows_q2_mean", "state_rows_q4_mean", "state_rows_max", "output_rows"]
+                 if w[k] is not None and sp[k] is not None]
+        L += ["", *report.table(head, align, rows)]
+        for r in s["runs"]:
+            L.append(f"- {r['competitor']} {r['kind']}: {r['status']}, {r['events']:,} events, {r['micro_batches']} "
+                     f"batches, processing {r['processing_s']:.1f} s, wall {r['wall_s']:.1f} s, other processes "
+                     f"{r['foreign_cores'] or 0:.2f} cores, loadavg {r['loadavg_before']} -> {r['loadavg_after']}; "
+                     f"state rows {[x['state_rows'] for x in r['batches'] if x['input_rows'] > 0]}; trigger ms "
+                     f"{[x['trigger_ms'] for x in r['batches']]}")
+    return L
+
+
+def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> None:
+    """The plot (docs/img/sessions_<tag>.png unless `img`) and the tables on stdout: the page is written
+    by hand around them, so `doc` is not used."""
+    plot(res, img or report.DOCS / "img" / f"sessions_{res['tag']}.png")
+    print("\n".join(tables(res)))
+
+
+def rerender(json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
+    """--report: the plot and the tables from a results file."""
+    report.rerender_one(json_paths, render, doc, img)
 
 
 if __name__ == "__main__":

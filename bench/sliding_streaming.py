@@ -28,6 +28,8 @@ JVM; local mode runs the tasks there) and the hottest frames of the executor thr
 Results: bench/results/sliding_streaming-<tag>.json, .csv (one row per run) and -batches.csv (one
 row per micro-batch); a full run (or --docs) renders docs/benchmarks-streaming.md and
 docs/img/sliding_streaming.png. Re-render from a results file: --report bench/results/....json
+The session, the runs' measurement and the result files are bench/harness.py's; the page's pieces
+and plot helpers bench/report.py's.
 
 Run from the repository root:  bench/run-streaming --quick    (smoke run, 200k rows, a few minutes)
                                bench/run-streaming            (full run: 2M rows, 1000 keys)
@@ -36,11 +38,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime as dt
-import glob
-import json
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -50,11 +47,14 @@ import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
-REPO = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
-DOC = REPO / "docs" / "benchmarks-streaming.md"
-IMG = REPO / "docs" / "img" / "sliding_streaming.png"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+sys.path.insert(0, str(BENCH_DIR))
+import harness  # noqa: E402
+import report  # noqa: E402
+from harness import log  # noqa: E402
+
+DOC = report.DOCS / "benchmarks-streaming.md"
+IMG = report.DOCS / "img" / "sliding_streaming.png"
+NOTES = BENCH_DIR / "sliding_streaming_notes.md"
 
 COMPETITORS = ["windowagg", "tumbling", "hopping"]
 OPT_IN = ["count"]
@@ -70,13 +70,6 @@ STYLE = {
     "hopping": dict(color="tab:green"),
     "count": dict(color="tab:purple"),
 }
-
-_T0 = time.time()
-
-
-def log(msg: str) -> None:
-    print(f"[{time.time() - _T0:8.1f}s] {msg}", flush=True)
-
 
 # --------------------------------------------------------------------------------------- args
 
@@ -101,131 +94,51 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"subset of {','.join(COMPETITORS + OPT_IN)}")
     p.add_argument("--count-length", type=int, default=100, help="rows of a count window (count competitor; 100)")
     p.add_argument("--count-slide", type=int, default=10, help="rows between count windows (count competitor; 10)")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--shuffle-partitions", type=int, default=4)
-    p.add_argument("--driver-memory", default="4g")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--contended", type=float, default=0.3,
-                   help="a run during which other processes used more than this many cores on average is "
-                        "marked contended (default 0.3)")
-    p.add_argument("--quiet-wait", type=float, default=120.0,
-                   help="before each timed run, wait up to this many seconds for other processes to use less "
-                        "than --contended cores (default 120; 0: do not wait)")
+    harness.add_session_args(p, driver_memory="4g")
+    harness.add_contention_args(p, contended=0.3, quiet_wait=120.0, retries=False)
     p.add_argument("--profile", dest="profile", action="store_true", default=None,
                    help="one more windowagg run under Java Flight Recorder (default: on unless --quick)")
     p.add_argument("--no-profile", dest="profile", action="store_false")
     p.add_argument("--profile-batches", type=int, default=15, help="files read by the profiled run (default 15)")
     p.add_argument("--work-dir", help="input files and checkpoints (default: a fresh folder under /tmp)")
-    p.add_argument("--tag", help="results file name stem (default: quick or full)")
-    p.add_argument("--docs", dest="docs", action="store_true", default=None,
-                   help="render docs/benchmarks-streaming.md and its plot (default: on unless --quick)")
-    p.add_argument("--no-docs", dest="docs", action="store_false")
-    p.add_argument("--report", metavar="JSON", help="only render the docs from this results file")
+    harness.add_output_args(p, DOC.name)
     a = p.parse_args(argv)
-    q = a.quick
-    a.rows = a.rows or (200_000 if q else 2_000_000)
-    a.keys = a.keys or (100 if q else 1000)
-    a.batches = a.batches or (10 if q else 40)
-    a.reps = a.reps or (1 if q else 2)
-    a.timeout = a.timeout or (300.0 if q else 1800.0)
-    a.tag = a.tag or ("quick" if q else "full")
-    if a.docs is None:
-        a.docs = not q
-    if a.profile is None:
-        a.profile = not q
-    a.competitors = [c.strip() for c in a.competitors.split(",") if c.strip()]
-    for c in a.competitors:
-        if c not in COMPETITORS + OPT_IN:
-            p.error(f"unknown competitor {c!r}")
+    harness.defaults(a, rows=(2_000_000, 200_000), keys=(1000, 100), batches=(40, 10), reps=(2, 1),
+                     timeout=(1800.0, 300.0), profile=(True, False))
+    a.competitors = harness.subset(p, a.competitors, COMPETITORS + OPT_IN, "competitor")
     if a.size % a.hop_divisor and (a.size * 1000) % a.hop_divisor:
         p.error("--size must be divisible by --hop-divisor (in milliseconds)")
     return a
 
 
-# ------------------------------------------------------------------------------------ session
-
-def jar_path() -> str | None:
-    p = os.environ.get("WINDOWAGG_JAR")
-    if p:
-        return p
-    default = Path("/tmp/windowagg-latest.jar")
-    return str(default) if default.exists() else None
-
-
-def build_session(a):
-    conf = {
-        "spark.driver.memory": a.driver_memory,
-        "spark.sql.shuffle.partitions": str(a.shuffle_partitions),
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.numRecentProgressUpdates": "100000",
-    }
-    jar = jar_path()
-    if jar:
-        os.environ["WINDOWAGG_JAR"] = jar
-    import windowagg
-    log(f"session through windowagg.session (package at {Path(windowagg.__file__).parent}, jar {windowagg.jar_path()})")
-    return windowagg.session(app_name="windowagg-bench-sliding-streaming", master=a.master, config=conf)
-
-
 # ------------------------------------------------------------------------------ the workload
 
-def make_input(spark, a, folder: Path, rows: int) -> list[Path]:
-    """`rows` events, the i-th at base + i / (keys * density) s plus up to jitter-ms, key uniform at
-    random, written as `batches` files of consecutive events; modification times increase file by
-    file, the order in which the file source reads them. Returns the files in order."""
+def make_input(spark, folder: Path, rows: int, batches: int, keys: int, density: float, seed: int,
+               jitter_ms: int) -> list[Path]:
+    """`rows` events, the i-th at base + i / (keys * density) s plus up to jitter_ms, key uniform at
+    random, written as `batches` files of consecutive events (harness.write_batches)."""
     from pyspark.sql import functions as F
 
-    staging = folder.with_name(folder.name + "-staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
-    per_batch = -(-rows // a.batches)
-    step_ms = 1000.0 / (a.keys * a.density)
+    per_batch = -(-rows // batches)
+    step_ms = 1000.0 / (keys * density)
     base_ms = 1_700_000_000_000
-    (spark.range(rows, numPartitions=4)
-     .select(F.col("id"),
-             (F.col("id") / per_batch).cast("int").alias("batch"),
-             F.floor(F.rand(a.seed) * a.keys).cast("int").alias("k"),
-             (F.lit(base_ms) + F.floor(F.col("id") * step_ms + F.rand(a.seed + 1) * a.jitter_ms)).alias("ts_ms"),
-             F.round(F.rand(a.seed + 2) * 1000.0, 3).alias("v"))
-     .repartition(4, "batch")
-     .sortWithinPartitions("batch", "id")
-     .select("batch", "k", F.timestamp_millis("ts_ms").alias("ts"), "v")
-     .write.partitionBy("batch").parquet(str(staging)))
-    folder.mkdir(parents=True)
-    files = []
-    first = time.time() - a.batches - 10
-    for b in range(a.batches):
-        parts = sorted(glob.glob(str(staging / f"batch={b}" / "*.parquet")))
-        if len(parts) != 1:
-            raise RuntimeError(f"expected one file for micro-batch {b}, found {len(parts)}")
-        target = folder / f"events-{b:05d}.parquet"
-        os.replace(parts[0], target)
-        os.utime(target, (first + b, first + b))
-        files.append(target)
-    shutil.rmtree(staging, ignore_errors=True)
-    return files
-
-
-def link_subset(files: list[Path], folder: Path, n: int) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    for f in files[:n]:
-        os.link(f, folder / f.name)
-        st = f.stat()
-        os.utime(folder / f.name, (st.st_mtime, st.st_mtime))
+    events = (spark.range(rows, numPartitions=4)
+              .select(F.col("id"),
+                      (F.col("id") / per_batch).cast("int").alias("batch"),
+                      F.floor(F.rand(seed) * keys).cast("int").alias("k"),
+                      (F.lit(base_ms) + F.floor(F.col("id") * step_ms + F.rand(seed + 1) * jitter_ms)).alias("ts_ms"),
+                      F.round(F.rand(seed + 2) * 1000.0, 3).alias("v"))
+              .repartition(4, "batch")
+              .sortWithinPartitions("batch", "id")
+              .select("batch", "k", F.timestamp_millis("ts_ms").alias("ts"), "v"))
+    return harness.write_batches(events, folder, batches)
 
 
 def query(name: str, spark, a, source: Path):
     from pyspark.sql import functions as F
 
-    events = (spark.readStream.schema("k INT, ts TIMESTAMP, v DOUBLE")
-              .option("maxFilesPerTrigger", 1)
-              .parquet(str(source))
-              .withWatermark("ts", f"{int(a.grace * 1000)} milliseconds"))
-    aggs = [F.sum("v").alias("sum_v"), F.count("v").alias("count_v"), F.max("v").alias("max_v")]
+    events = harness.file_stream(spark, source, f"{int(a.grace * 1000)} milliseconds")
+    aggs = harness.sum_count_max()
     size = f"{a.size} seconds"
     if name == "windowagg":
         from pyspark.sql.classic.column import Column, _to_java_column
@@ -247,180 +160,9 @@ def query(name: str, spark, a, source: Path):
     raise ValueError(name)
 
 
-# ------------------------------------------------------------------------- machine and CPU use
-
-# CPU accounting from /proc, shared with the batch benchmark
-from sliding_batch import _CLK, _busy_jiffies, _proc_jiffies  # noqa: E402
-
-
-class Cpu:
-    """CPU used by this benchmark (driver JVM + Python) and by everything else, over an interval."""
-
-    def __init__(self, spark):
-        self.pids = [os.getpid()]
-        try:
-            self.jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-            self.pids.append(self.jvm_pid)
-        except Exception:
-            self.jvm_pid = None
-
-    def sample(self):
-        own = [_proc_jiffies(p) for p in self.pids]
-        return _busy_jiffies(), None if None in own else sum(own)
-
-    @staticmethod
-    def between(s0, s1, seconds: float) -> dict:
-        (b0, o0), (b1, o1) = s0, s1
-        if None in (b0, b1, o0, o1) or seconds <= 0:
-            return {"own_cpu_s": None, "foreign_cpu_s": None, "foreign_cores": None}
-        own = (o1 - o0) / _CLK
-        foreign = max(0.0, (b1 - b0 - (o1 - o0)) / _CLK)
-        return {"own_cpu_s": own, "foreign_cpu_s": foreign, "foreign_cores": foreign / seconds}
-
-    def wait_quiet(self, max_wait: float, threshold: float) -> tuple[float, float]:
-        t0 = time.perf_counter()
-        while True:
-            s0 = self.sample()
-            time.sleep(2.0)
-            c = self.between(s0, self.sample(), 2.0)
-            share = c["foreign_cores"] or 0.0
-            waited = time.perf_counter() - t0 - 2.0
-            if share <= threshold or waited >= max_wait:
-                return max(0.0, waited), share
-            time.sleep(3.0)
-
-
-def machine_info(spark) -> dict:
-    jvm = spark.sparkContext._jvm
-    sysprop = jvm.System.getProperty
-    mem_kb = cpu = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kb = int(line.split()[1])
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu_model": cpu,
-        "cpus_visible": os.cpu_count(),
-        "memory_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "spark": spark.version,
-        "java": f"{sysprop('java.vm.name')} {sysprop('java.version')} ({sysprop('java.vendor')})",
-    }
-
-
-def conf_value(spark, key: str) -> str:
-    """A conf's value as set in the session, or "not set (Spark's default)"."""
-    value = spark.conf.get(key, None)
-    return "not set (Spark's default)" if value is None else str(value)
-
-
-def git_rev() -> str | None:
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "jvm"],
-                               capture_output=True, text=True).stdout.strip()
-        return rev + (" (+ uncommitted changes under jvm/)" if dirty else "")
-    except Exception:
-        return None
-
-
-def jar_info() -> dict | None:
-    jar = os.environ.get("WINDOWAGG_JAR")
-    if not jar or not Path(jar).exists():
-        return None
-    st = Path(jar).stat()
-    return {"path": jar, "bytes": st.st_size,
-            "mtime": dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc).isoformat(timespec="seconds")}
-
-
-# ------------------------------------------------------------------------------------- a run
-
-def run_query(name: str, spark, a, source: Path, checkpoint: Path, expected_batches: int, timeout: float,
-              cpu: Cpu) -> dict:
-    """Runs one competitor over the files in `source` until all are read and the trailing
-    no-data micro-batch (the last watermark move) is done, or `timeout` seconds pass."""
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    df = query(name, spark, a, source)
-    spark.sparkContext._jvm.System.gc()
-    s0 = cpu.sample()
-    t0 = time.perf_counter()
-    q = (df.writeStream.queryName(f"bench_{name}_{int(time.time() * 1000)}")
-         .format("noop").outputMode("append")
-         .option("checkpointLocation", str(checkpoint))
-         .start())
-    status = "ok"
-    last_data_seen = t0
-    try:
-        deadline = t0 + timeout
-        while True:
-            if q.exception() is not None:
-                status = f"error: {str(q.exception()).splitlines()[0][:300]}"
-                break
-            progress = q.recentProgress
-            data = [p for p in progress if p["numInputRows"] > 0]
-            read_all = len(data) >= expected_batches
-            if read_all and progress and progress[-1]["numInputRows"] == 0 and len(progress) > len(data):
-                break
-            if read_all and time.perf_counter() > last_data_seen + 20:  # no trailing batch came
-                break
-            if not read_all:
-                last_data_seen = time.perf_counter()
-            if time.perf_counter() > deadline:
-                status = "timeout"
-                break
-            time.sleep(0.2)
-        wall = time.perf_counter() - t0
-        progress = q.recentProgress
-    finally:
-        q.stop()
-    c = Cpu.between(s0, cpu.sample(), wall)
-    batches = []
-    for p in progress:
-        ops = p.get("stateOperators") or []
-        batches.append({
-            "batch": p["batchId"],
-            "input_rows": p["numInputRows"],
-            "trigger_ms": p["durationMs"].get("triggerExecution", 0),
-            "add_batch_ms": p["durationMs"].get("addBatch", 0),
-            "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
-            "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
-            "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
-            "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
-            "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
-            "watermark": (p.get("eventTime") or {}).get("watermark"),
-            "operator": ",".join(str(op.get("operatorName")) for op in ops),
-        })
-    events = sum(b["input_rows"] for b in batches)
-    proc_ms = sum(b["trigger_ms"] for b in batches)
-    return {
-        "competitor": name, "status": status, "wall_s": wall, "events": events,
-        "micro_batches": len(batches), "data_batches": sum(1 for b in batches if b["input_rows"] > 0),
-        "processing_s": proc_ms / 1000.0,
-        "events_per_s": events / (proc_ms / 1000.0) if proc_ms else None,
-        "output_rows": sum(max(b["output_rows"], 0) for b in batches),
-        "batches": batches, **c,
-    }
-
-
-def flatness(batches: list[dict]) -> dict:
-    """State rows over the data micro-batches: the mean of the second quarter against the mean of
-    the last quarter (after the state filled up), and the largest value."""
-    rows = [b["state_rows"] for b in batches if b["input_rows"] > 0]
-    n = len(rows)
-    if n < 4:
-        return {"q2_mean": None, "q4_mean": None, "growth": None, "max": max(rows) if rows else None}
-    q2 = rows[n // 4: n // 2]
-    q4 = rows[3 * n // 4:]
-    m2, m4 = statistics.mean(q2), statistics.mean(q4)
-    return {"q2_mean": m2, "q4_mean": m4, "growth": (m4 - m2) / m2 if m2 else None, "max": max(rows)}
+def run_query(name: str, spark, a, source: Path, checkpoint: Path, batches: int, meter: harness.CpuMeter) -> dict:
+    """One run of competitor `name` over the files in `source` (harness.run_stream)."""
+    return harness.run_stream(spark, query(name, spark, a, source), name, checkpoint, batches, a.timeout, meter)
 
 
 # ------------------------------------------------------------------------------------ profile
@@ -450,9 +192,10 @@ CATEGORIES = [  # (label, substrings of a frame "class.method"), first match fro
 ]
 
 
-def profile_run(name: str, spark, a, source: Path, checkpoint: Path, work: Path, cpu: Cpu, batches: int) -> dict:
+def profile_run(name: str, spark, a, source: Path, checkpoint: Path, work: Path, meter: harness.CpuMeter,
+                batches: int) -> dict:
     """One run of `name` under Java Flight Recorder; returns where the executor threads' samples fall."""
-    if cpu.jvm_pid is None:
+    if meter.jvm_pid is None:
         return {"error": "driver JVM pid unknown"}
     jdk_bin = Path(spark.sparkContext._jvm.System.getProperty("java.home")) / "bin"
     jcmd, jfr = jdk_bin / "jcmd", jdk_bin / "jfr"
@@ -460,12 +203,12 @@ def profile_run(name: str, spark, a, source: Path, checkpoint: Path, work: Path,
         return {"error": f"no jcmd/jfr in {jdk_bin}"}
     rec = work / f"{name}.jfr"
     rec.unlink(missing_ok=True)
-    subprocess.run([str(jcmd), str(cpu.jvm_pid), "JFR.start", "name=bench", "settings=profile",
+    subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.start", "name=bench", "settings=profile",
                     f"filename={rec}"], check=True, capture_output=True)
     try:
-        r = run_query(name, spark, a, source, checkpoint, batches, a.timeout, cpu)
+        r = run_query(name, spark, a, source, checkpoint, batches, meter)
     finally:
-        subprocess.run([str(jcmd), str(cpu.jvm_pid), "JFR.stop", "name=bench"], capture_output=True)
+        subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.stop", "name=bench"], capture_output=True)
     total = 0
     all_samples = 0
     cats = collections.Counter()
@@ -539,7 +282,7 @@ def summarize(res: dict) -> None:
             "wall_s_median": statistics.median(r["wall_s"] for r in runs),
             "events": rep["events"], "output_rows": rep["output_rows"],
             "ms_per_batch_median": statistics.median(b["trigger_ms"] for b in rep["batches"] if b["input_rows"] > 0),
-            "state": flatness(rep["batches"]),
+            "state": harness.state_quarters(rep["batches"]),
             "state_memory_bytes_max": max(b["state_memory_bytes"] for b in rep["batches"]),
             "own_cpu_s_median": (statistics.median(r["own_cpu_s"] for r in runs)
                                  if all(r.get("own_cpu_s") is not None for r in runs) else None),
@@ -560,16 +303,12 @@ def summarize(res: dict) -> None:
                     ratios[f"windowagg_vs_{other}_cpu"] = wc / oc
     res["summary"] = summary
     res["ratios"] = ratios
+    res["verdict"] = verdict(res)
 
 
 def write_results(res: dict, tag: str) -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    jpath = RESULTS_DIR / f"sliding_streaming-{tag}.json"
-    jpath.write_text(json.dumps(res, indent=1, default=str) + "\n")
-    lines = ["competitor,kind,rep,status,events,micro_batches,processing_s,wall_s,events_per_s,output_rows,"
-             "state_rows_max,state_rows_last,foreign_cores,contended"]
-    blines = ["competitor,kind,rep,batch,input_rows,trigger_ms,add_batch_ms,state_rows,state_rows_updated,"
-              "state_rows_removed,state_memory_bytes,output_rows,watermark"]
+    jpath = harness.write_json(res, harness.results_path("sliding_streaming", tag), indent=1)
+    lines, blines = [], []
     for r in res["runs"]:
         sr = [b["state_rows"] for b in r["batches"]] or [0]
         eps = "" if r["events_per_s"] is None else f"{r['events_per_s']:.0f}"
@@ -581,21 +320,18 @@ def write_results(res: dict, tag: str) -> Path:
             blines.append(f"{r['competitor']},{r['kind']},{r.get('rep', '')},{b['batch']},{b['input_rows']},"
                           f"{b['trigger_ms']},{b['add_batch_ms']},{b['state_rows']},{b['state_rows_updated']},"
                           f"{b['state_rows_removed']},{b['state_memory_bytes']},{b['output_rows']},{b['watermark']}")
-    jpath.with_suffix(".csv").write_text("\n".join(lines) + "\n")
-    (RESULTS_DIR / f"sliding_streaming-{tag}-batches.csv").write_text("\n".join(blines) + "\n")
+    harness.write_csv(jpath.with_suffix(".csv"), "competitor,kind,rep,status,events,micro_batches,processing_s,wall_s,"
+                      "events_per_s,output_rows,state_rows_max,state_rows_last,foreign_cores,contended", lines)
+    harness.write_csv(harness.results_path("sliding_streaming", tag, "-batches.csv"),
+                      "competitor,kind,rep,batch,input_rows,trigger_ms,add_batch_ms,state_rows,state_rows_updated,"
+                      "state_rows_removed,state_memory_bytes,output_rows,watermark", blines)
     return jpath
 
 
 # ------------------------------------------------------------------------------------- report
 
-def _fmt_int(x) -> str:
-    return "–" if x is None else f"{x:,.0f}"
-
-
 def render_plot(res: dict, img: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = report.pyplot()
 
     runs = {}
     for r in res["runs"]:  # the timed run closest to the median, per competitor
@@ -630,28 +366,22 @@ def render_plot(res: dict, img: Path) -> None:
     fig.suptitle(f"{w['rows']:,} events, {w['keys']:,} keys, {w['batches']} micro-batches, "
                  f"S = {w['size_s']} s, watermark delay {w['grace_s']:g} s ({res['config']['master']})", fontsize=10)
     fig.tight_layout()
-    img.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(img, dpi=110)
-    plt.close(fig)
+    report.save(fig, img)
 
 
 def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
     render_plot(res, img)
     s, ratios, w, m, cfg = res["summary"], res["ratios"], res["workload"], res["machine"], res["config"]
-    rel = lambda p: os.path.relpath(p, doc.parent)  # noqa: E731
-    L = []
-    L.append("# Streaming benchmark: sliding windows against Spark's tumbling and hopping windows\n")
-    L.append(f"Generated by `bench/sliding_streaming.py` from `{os.path.relpath(json_path, REPO)}` "
-             f"(run started {res['started']}, finished {res['finished']}, git {res['git_rev']}). "
-             "Every number below comes from that run.\n")
+    L = ["# Streaming benchmark: sliding windows against Spark's tumbling and hopping windows", "",
+         report.provenance("sliding_streaming.py", [json_path], NOTES), "", *report.banners(res),
+         report.run_line(res, json_path, doc), ""]
     L.append("## Targets\n")
     L.append("- **Cost**: windowagg's sliding windows cost at most **1.5×** Spark's tumbling-window aggregation "
              "(same events, same aggregates, same micro-batches).")
     L.append("- **State**: the state rows stay flat over a long run (they follow the window size and the "
              "watermark delay, not the number of events seen).\n")
     L.append("## Machine\n")
-    L.append(f"- CPU: {m.get('cpu_model')}, {m.get('cpus_visible')} visible cores, {m.get('memory_gib')} GiB")
-    L.append(f"- {m.get('os')}; {m.get('java')}; Spark {m.get('spark')}; Python {m.get('python')}")
+    L.append("- " + report.machine_line(m))
     changelog = cfg.get("rocksdb_changelog")
     if changelog in (None, "<unknown>"):
         changelog = "not set (Spark's default)"
@@ -659,7 +389,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
              f"driver memory {cfg['driver_memory']}, state store `RocksDBStateStoreProvider` for every query "
              f"(`rocksdb.changelogCheckpointing.enabled`: {changelog}), other RocksDB settings at their defaults")
     if cfg.get("windowagg_jar"):
-        L.append(f"- windowagg jar: {cfg['windowagg_jar']['bytes']:,} bytes, built {cfg['windowagg_jar']['mtime']}")
+        L.append("- " + report.jar_line(cfg["windowagg_jar"]))
     L.append("")
     L.append("## Method\n")
     L.append(f"- Input: {w['rows']:,} events `(k INT, ts TIMESTAMP, v DOUBLE)` over {w['keys']:,} keys (uniform at "
@@ -702,11 +432,11 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
             continue
         st = x["state"]
         growth = "" if st["growth"] is None else f" ({st['growth']:+.1%})"
-        L.append(f"| `{comp}` | {_fmt_int(x['events_per_s_median'])}"
+        L.append(f"| `{comp}` | {report.fmt_num(x['events_per_s_median'])}"
                  f"{' (timed out)' if x['timed_out'] else ''} | {x['processing_s_median']:.1f} | "
                  f"{'–' if x.get('own_cpu_s_median') is None else format(x['own_cpu_s_median'], '.1f')} | "
-                 f"{x['ms_per_batch_median']:.0f} | {_fmt_int(x['output_rows'])} | "
-                 f"{_fmt_int(st['q2_mean'])} → {_fmt_int(st['q4_mean'])}{growth} | {_fmt_int(st['max'])} | "
+                 f"{x['ms_per_batch_median']:.0f} | {report.fmt_num(x['output_rows'])} | "
+                 f"{report.fmt_num(st['q2_mean'])} → {report.fmt_num(st['q4_mean'])}{growth} | {report.fmt_num(st['max'])} | "
                  f"{x['state_memory_bytes_max'] / 2**20:.1f} MiB | {x['contended_runs']}/{x['runs']} |")
     L.append("")
     if ratios:
@@ -719,7 +449,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                 L.append(f"- vs `{other}`: **{ratios[f'windowagg_vs_{other}']:.2f}×** processing time"
                          + ("" if cpu is None else f", {cpu:.2f}× CPU time"))
         L.append("")
-    L.append(f"![State rows and processing time per micro-batch]({rel(img)})\n")
+    L.append(f"![State rows and processing time per micro-batch]({report.link(img, doc)})\n")
     L.append("## Against the targets\n")
     for line in res.get("verdict", []):
         L.append(f"- {line}")
@@ -749,17 +479,10 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         for c in prof["top_inclusive"][:15]:
             L.append(f"| `{c['frame']}` | {c['share']:.1%} |")
         L.append("")
-    notes = BENCH_DIR / "sliding_streaming_notes.md"
-    if notes.exists():
-        L.append(notes.read_text().strip() + "\n")
-    L.append("## Reproduce\n")
-    L.append("```")
-    L.append("bench/run-streaming --quick          # smoke run: 200k events, 100 keys, 10 micro-batches")
-    L.append("nohup bench/run-streaming > /dev/null 2>&1 &   # full run; log: bench/results/sliding_streaming-full.log")
-    L.append(f".venv/bin/python bench/sliding_streaming.py --report {os.path.relpath(json_path, REPO)}   # re-render this page")
-    L.append("```")
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join(L) + "\n")
+    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
+        "bench/run-streaming --quick          # smoke run: 200k events, 100 keys, 10 micro-batches",
+        "nohup bench/run-streaming > /dev/null 2>&1 &   # full run; log: bench/results/sliding_streaming-full.log",
+        f".venv/bin/python bench/sliding_streaming.py --report {report.repo_rel(json_path)}   # re-render this page"])
 
 
 def verdict(res: dict) -> list[str]:
@@ -787,16 +510,20 @@ def verdict(res: dict) -> list[str]:
 
 # --------------------------------------------------------------------------------------- main
 
+def stream_config(a, spark) -> dict:
+    return {**harness.stream_config(a, spark), "rocksdb_changelog": harness.conf_value(
+        spark, "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")}
+
+
+def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
+    """--report: the summary, recomputed from the runs and written back, then the page and plot."""
+    report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize, indent=1)
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.report:
-        path = Path(a.report)
-        res = json.loads(path.read_text())
-        summarize(res)
-        res["verdict"] = verdict(res)
-        path.write_text(json.dumps(res, indent=1, default=str) + "\n")
-        render_doc(res, path.resolve())
-        log(f"wrote {DOC} and {IMG}")
+        rerender([Path(a.report)])
         return 0
 
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-streaming-"))
@@ -804,53 +531,45 @@ def main(argv=None) -> int:
     per_batch = -(-a.rows // a.batches)
     log(f"rows={a.rows:,} keys={a.keys} batches={a.batches} ({per_batch:,} events each) density={a.density}/s/key "
         f"S={a.size}s hop={a.size * 1000 // a.hop_divisor}ms grace={a.grace}s reps={a.reps} work={work}")
-    spark = build_session(a)
-    spark.sparkContext.setLogLevel("ERROR")
-    cpu = Cpu(spark)
-    res = {
-        "benchmark": "sliding_streaming",
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    spark, res = harness.start(a, "windowagg-bench-sliding-streaming", "sliding_streaming", config=stream_config,
+                               streaming=True, use_tmp_jar=True, log_level="ERROR")
+    if res is None:
+        return 1
+    meter = harness.CpuMeter(spark)
+
+    def save():
+        summarize(res)
+        return write_results(res, a.tag)
+
+    res.update({
         "finished": None,
-        "git_rev": git_rev(),
-        "args": {k: v for k, v in vars(a).items()},
-        "config": {
-            "master": a.master, "shuffle_partitions": a.shuffle_partitions, "driver_memory": a.driver_memory,
-            "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass"),
-            "rocksdb_changelog": conf_value(spark, "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"),
-            "windowagg_jar": jar_info(),
-        },
-        "machine": machine_info(spark),
         "workload": {"rows": a.rows, "keys": a.keys, "batches": a.batches, "rows_per_batch": per_batch,
                      "density": a.density, "size_s": a.size, "hop_ms": a.size * 1000 // a.hop_divisor,
                      "grace_s": a.grace, "jitter_ms": a.jitter_ms, "warmup_batches": a.warmup_batches,
                      "event_seconds_per_batch": round(per_batch / (a.keys * a.density), 3)},
         "runs": [],
-    }
-    log(f"machine: {res['machine']}")
+    })
     try:
         t0 = time.perf_counter()
-        files = make_input(spark, a, work / "input", a.rows)
+        files = make_input(spark, work / "input", a.rows, a.batches, a.keys, a.density, a.seed, a.jitter_ms)
         log(f"input: {len(files)} files, {sum(f.stat().st_size for f in files) / 2**20:.1f} MiB "
             f"({time.perf_counter() - t0:.1f}s)")
-        link_subset(files, work / "warmup", min(a.warmup_batches, len(files)))
+        warm_n = min(a.warmup_batches, len(files))
+        harness.link_subset(files, work / "warmup", warm_n)
 
         for comp in a.competitors:
-            r = run_query(comp, spark, a, work / "warmup", work / "ck-warmup", min(a.warmup_batches, len(files)),
-                          a.timeout, cpu)
+            r = run_query(comp, spark, a, work / "warmup", work / "ck-warmup", warm_n, meter)
             r.update({"kind": "warm-up", "rep": 0})
             res["runs"].append(r)
             log(f"{comp:10s} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s processing "
                 f"({r['wall_s']:.1f}s wall)")
-            write_results(res, a.tag)
+            save()
 
         for rep in range(1, a.reps + 1):
             order = a.competitors if rep % 2 else list(reversed(a.competitors))
             for comp in order:
-                if a.quiet_wait > 0:
-                    waited, share = cpu.wait_quiet(a.quiet_wait, a.contended)
-                    if waited >= 1:
-                        log(f"  waited {waited:.0f}s for a quiet machine (other processes at {share:.2f} cores)")
-                r = run_query(comp, spark, a, work / "input", work / f"ck-{comp}", len(files), a.timeout, cpu)
+                harness.wait_quiet(meter, a.quiet_wait, a.contended)
+                r = run_query(comp, spark, a, work / "input", work / f"ck-{comp}", len(files), meter)
                 r.update({"kind": "timed", "rep": rep,
                           "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended})
                 res["runs"].append(r)
@@ -861,26 +580,22 @@ def main(argv=None) -> int:
                     f"{r['processing_s']:.1f}s processing ({r['wall_s']:.1f}s wall) -> {eps} events/s; "
                     f"state rows max {max(st):,} last {st[-1]:,}; output {r['output_rows']:,} rows; "
                     f"other processes {fc} cores{' CONTENDED' if r['contended'] else ''}")
-                summarize(res)
-                write_results(res, a.tag)
+                save()
 
         if a.profile and "windowagg" in a.competitors:
             log("profiling one more windowagg run with Java Flight Recorder ...")
             try:
                 n = min(a.profile_batches, len(files))
-                link_subset(files, work / "profile", n)
-                res["profile"] = profile_run("windowagg", spark, a, work / "profile", work / "ck-profile", work, cpu, n)
+                harness.link_subset(files, work / "profile", n)
+                res["profile"] = profile_run("windowagg", spark, a, work / "profile", work / "ck-profile", work,
+                                             meter, n)
                 for c in res["profile"].get("categories", [])[:8]:
                     log(f"  {c['share']:6.1%}  {c['category']}")
             except Exception as e:  # the profile is a bonus; the measurements stand without it
                 res["profile"] = {"error": str(e).splitlines()[0][:300]}
                 log(f"profile failed: {res['profile']['error']}")
     finally:
-        res["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        summarize(res)
-        res["verdict"] = verdict(res)
-        path = write_results(res, a.tag)
-        spark.stop()
+        path = harness.finish(spark, res, save)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
     for comp, x in res["summary"].items():
@@ -888,10 +603,8 @@ def main(argv=None) -> int:
             f"-> last quarter {x['state']['q4_mean']}")
     for line in res["verdict"]:
         log(line)
-    log(f"results: {path}, {path.with_suffix('.csv')}, {RESULTS_DIR / f'sliding_streaming-{a.tag}-batches.csv'}")
     if a.docs:
         render_doc(res, path)
-        log(f"wrote {DOC} and {IMG}")
     return 0
 
 
