@@ -18,6 +18,7 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * and no block outgrows its limit.
  */
 class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  import PartialBlocksSuite._
 
   /** MapState kept in memory, standing in for the state store. */
   private final class MemoryMapState extends MapState[Long, Array[Byte]] {
@@ -46,11 +47,6 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val r = aggregates.result(p)
     (r.getLong(0), r.getLong(1), r.getLong(2))
   }
-
-  private sealed trait Step
-  private final case class Add(times: Seq[(Long, Long)]) extends Step
-  private final case class DropBefore(keep: Long) extends Step
-  private case object Restart extends Step
 
   private val steps: Gen[List[Step]] = {
     val time = Gen.frequency(8 -> Gen.choose(-500L, 500L), 1 -> Gen.oneOf(Long.MinValue, Long.MaxValue))
@@ -113,4 +109,12 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     blocks.flush()
     assert(state.entries.isEmpty && blocks.isEmpty)
   }
+}
+
+object PartialBlocksSuite {
+  /** One step of a generated script: add partials, drop blocks before a time, or restart from the stored entries. */
+  private sealed trait Step
+  private final case class Add(times: Seq[(Long, Long)]) extends Step
+  private final case class DropBefore(keep: Long) extends Step
+  private case object Restart extends Step
 }
