@@ -7,26 +7,36 @@ import scala.collection.mutable.ArrayBuffer
  * pop at the front, and read the aggregate of everything held, each in amortized O(1) merges
  * however many partials are held.
  *
- * The back stack keeps the pushed partials and a running aggregate of them. When the front runs
- * out, the back is flipped into the front as suffix aggregates, oldest on top, reusing the pushed
- * buffers themselves (they are owned by this structure and never needed individually again), so a
- * flip allocates nothing. A push costs one merge (into the running back aggregate), a pop at
- * most one merge per partial it moves to the front (each partial moves once), and reading the
- * aggregate at most two (front and back into a scratch buffer).
+ * The back stack keeps the pushed partials and an aggregate of them. When the front runs out, the
+ * back is flipped into the front, oldest on top, and the front's suffix aggregates are built in the
+ * pushed buffers themselves (they are owned by this structure and never needed individually again),
+ * so a flip allocates nothing. A partial is merged at most once into the back's aggregate and at
+ * most once into a suffix, and reading the aggregate costs at most two more merges.
+ *
+ * Both merges are put off until the aggregate is read: a partial pushed and popped again before
+ * any read (a cursor passing over windows nobody asks for) costs no merge at all.
  */
 final class FifoAggregator[P](agg: PartialAggregation[P]) {
   private val back = ArrayBuffer.empty[P] // oldest first
   private var backAggregate: P = agg.newEmpty()
-  private val front = ArrayBuffer.empty[P] // suffix aggregates; the last one covers the whole front
+  private var backFolded = 0 // back(0 until backFolded) are in backAggregate
+  private val front = ArrayBuffer.empty[P] // newest first; once built, front(i) holds front(i) ⊕ ... ⊕ front(0)
+  private var frontBuilt = true // whether the front holds suffix aggregates or the flipped partials
   private var scratch: P = agg.newEmpty()
 
   def size: Int = front.length + back.length
   def isEmpty: Boolean = size == 0
 
   /** Appends the partial of records later than all held ones; the buffer now belongs to this. */
-  def push(partial: P): Unit = {
-    back += partial
-    backAggregate = agg.mergeInto(backAggregate, partial)
+  def push(partial: P): Unit = back += partial
+
+  /** Drops every partial. */
+  def clear(): Unit = {
+    front.clear()
+    frontBuilt = true
+    back.clear()
+    backFolded = 0
+    backAggregate = agg.reset(backAggregate)
   }
 
   /** Drops the oldest partial. */
@@ -43,6 +53,11 @@ final class FifoAggregator[P](agg: PartialAggregation[P]) {
    * and is valid until the next push, pop or query.
    */
   def aggregate: P = {
+    buildFront()
+    while (backFolded < back.length) {
+      backAggregate = agg.mergeInto(backAggregate, back(backFolded))
+      backFolded += 1
+    }
     if (front.isEmpty) backAggregate
     else if (back.isEmpty) front.last
     else {
@@ -53,18 +68,23 @@ final class FifoAggregator[P](agg: PartialAggregation[P]) {
     }
   }
 
+  /** back = v1 (oldest) .. vk becomes front = [vk, ..., v1], suffix aggregates built on the next read. */
   private def flip(): Unit = {
-    // back = v1 (oldest) .. vk; front becomes [vk, v(k-1)⊕vk, ..., v1⊕..⊕vk] with the oldest on top.
     var i = back.length - 1
-    var suffix = back(i)
-    front += suffix
-    i -= 1
-    while (i >= 0) {
-      suffix = agg.mergeInto(back(i), suffix)
-      front += suffix
-      i -= 1
-    }
+    while (i >= 0) { front += back(i); i -= 1 }
+    frontBuilt = false
     back.clear()
+    backFolded = 0
     backAggregate = agg.reset(backAggregate)
+  }
+
+  /** The front's partials [vk, ..., vj] become [vk, v(k-1) ⊕ vk, ..., vj ⊕ ... ⊕ vk]. */
+  private def buildFront(): Unit = if (!frontBuilt) {
+    var i = 1
+    while (i < front.length) {
+      front(i) = agg.mergeInto(front(i), front(i - 1))
+      i += 1
+    }
+    frontBuilt = true
   }
 }

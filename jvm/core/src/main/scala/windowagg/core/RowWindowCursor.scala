@@ -37,7 +37,7 @@ final class RowWindowCursor[P](
 
   private val input = rows.buffered
   private val window = new FifoAggregator[P](agg)
-  private val times = new mutable.ArrayDeque[Long]() // mirrors `window`, oldest first
+  private val times = new LongQueue() // mirrors `window`, oldest first
   private var headPosition = firstPosition // position of times(0)
   private var nextPosition = firstPosition
   private var lastTime = Long.MinValue

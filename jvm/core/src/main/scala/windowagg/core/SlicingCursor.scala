@@ -22,11 +22,11 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     extends WindowCursor[P] {
 
   private val input = Ticks.strictlyIncreasing(partials, "window")(_.time)
-  private val sliceTimes = new mutable.ArrayDeque[Long]()
+  private val sliceTimes = new LongQueue()
   private val slicePartials = new mutable.ArrayDeque[P]()
   private var dropped = 0L // slices let go from the front: absolute index of sliceTimes(0)
   // the FIFO holds copies of the slices with absolute indexes [held, heldUntil)
-  private var fifo = new FifoAggregator[P](agg)
+  private val fifo = new FifoAggregator[P](agg)
   private var held = 0L
   private var heldUntil = 0L
   private val pending = new java.util.TreeSet[Window](SlicingCursor.byEndThenStart)
@@ -35,17 +35,16 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var next: Reaching[P] = read()
 
   private var current: Window = _
-  private var currentAggregate: P = _
 
   def start: Long = current.start
   def end: Long = current.end
-  def aggregate: P = currentAggregate
+  /** Combined only when asked for: a caller passing over windows costs no merge. */
+  def aggregate: P = combine(current.start, current.end)
 
   def advance(): Boolean = {
     while (true) {
       if (!pending.isEmpty && (next == null || pending.first.end - 1 < next.time)) {
         current = pending.pollFirst()
-        currentAggregate = combine(current.start, current.end)
         return true
       }
       if (next == null) return false
@@ -73,12 +72,13 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     }
   }
 
-  /** The aggregate of the kept slices in [start, end): the FIFO moved there, or rebuilt if it must go back. */
+  /** The aggregate of the kept slices in [start, end): the FIFO moved there, or rebuilt when that is cheaper. */
   private def combine(start: Long, end: Long): P = {
     val from = dropped + firstAtOrAfter(start)
     val until = dropped + firstAtOrAfter(end)
-    if (from < held || until < heldUntil) {
-      fifo = new FifoAggregator[P](agg)
+    // going back, or past everything held: start over from the kept slices
+    if (from < held || until < heldUntil || from >= heldUntil) {
+      fifo.clear()
       held = from
       heldUntil = from
     }

@@ -14,7 +14,7 @@ import scala.collection.mutable
  * many records a window holds. Held state is bounded by the distinct times of about one window.
  *
  * Use: `while (sweep.advance()) { use sweep.start, sweep.end, sweep.aggregate }`. The aggregate
- * buffer is owned by the sweep and valid until the next `advance()`.
+ * buffer is owned by the sweep and valid until the next `advance()` or `aggregate`.
  *
  * @param input the key's partials, one per distinct time, times strictly increasing; each
  *              partial's buffer is handed over to the sweep
@@ -25,17 +25,17 @@ final class SlidingWindowSweep[P](size: Long, partials: Iterator[Timed[P]], agg:
 
   private val input = Ticks.strictlyIncreasing(partials, "sliding window")(_.time)
   private val window = new FifoAggregator[P](agg)
-  private val timesInWindow = new mutable.ArrayDeque[Long]() // mirrors `window`, oldest first
+  private val timesInWindow = new LongQueue() // mirrors `window`, oldest first
   private val unpushed = new mutable.ArrayDeque[Timed[P]]() // read but not yet in the window
-  private val awaitingLeft = new mutable.ArrayDeque[Long]() // times whose left window is not out yet
-  private val awaitingRight = new mutable.ArrayDeque[Long]() // times whose right window is undecided
+  private val awaitingLeft = new LongQueue() // times whose left window is not out yet
+  private val awaitingRight = new LongQueue() // times whose right window is undecided
 
   private var currentStart = 0L
-  private var currentAggregate: P = _
 
   def start: Long = currentStart
   def end: Long = currentStart + size
-  def aggregate: P = currentAggregate
+  /** Read from the window only when asked for: a caller passing over windows costs no merge. */
+  def aggregate: P = window.aggregate
 
   /** Moves to the next window; false once all windows of the input were produced. */
   def advance(): Boolean = {
@@ -50,15 +50,16 @@ final class SlidingWindowSweep[P](size: Long, partials: Iterator[Timed[P]], agg:
     val e = offset(s, size)
     while ({ if (unpushed.isEmpty) readOne(); unpushed.nonEmpty && unpushed.head.time <= e }) {
       val next = unpushed.removeHead()
-      window.push(next.partial)
-      timesInWindow += next.time
+      if (next.time >= s) { // an earlier one would be popped at once
+        window.push(next.partial)
+        timesInWindow += next.time
+      }
     }
-    while (timesInWindow.head < s) {
+    while (timesInWindow.nonEmpty && timesInWindow.head < s) {
       timesInWindow.removeHead()
       window.pop()
     }
     currentStart = s
-    currentAggregate = window.aggregate
     true
   }
 

@@ -142,11 +142,28 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
   }
 
   /** The partials at or after `from` in time order, each decoded (and its block read) only when reached. */
-  def from(from: Long): Iterator[Reaching[InternalRow]] = {
-    val firstBlock = math.max(0, blockOf(from))
-    starts.iterator.drop(firstBlock).flatMap { start =>
-      val b = block(start)
-      Iterator.range(0, b.size).filter(b.times(_) >= from).map(i => Reaching(b.times(i), b.times(i), b.partial(i, aggregates)))
+  def from(from: Long): Iterator[Reaching[InternalRow]] = new Iterator[Reaching[InternalRow]] {
+    private val blocks = starts
+    private var nextBlock = math.max(0, blockOf(from))
+    private var current: PartialBlock = _
+    private var i = 0
+
+    override def hasNext: Boolean = {
+      while ((current == null || i >= current.size) && nextBlock < blocks.length) {
+        current = block(blocks(nextBlock))
+        nextBlock += 1
+        i = 0
+        while (i < current.size && current.times(i) < from) i += 1
+      }
+      current != null && i < current.size
+    }
+
+    override def next(): Reaching[InternalRow] = {
+      if (!hasNext) throw new NoSuchElementException("no partial left")
+      val time = current.times(i)
+      val partial = current.partial(i, aggregates)
+      i += 1
+      Reaching(time, time, partial)
     }
   }
 

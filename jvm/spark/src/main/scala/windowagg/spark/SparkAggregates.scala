@@ -125,7 +125,15 @@ final class SparkAggregates(
   private val imperativeResults: Array[(Int, ImperativeAggregate)] =
     bound.zipWithIndex.collect { case (f: ImperativeAggregate, i) => (i, f) }.toArray
 
-  override def newEmpty(): InternalRow = reset(new SpecificInternalRow(bufferTypes))
+  /**
+   * Whether every buffer field has a fixed width, so a buffer can be an UnsafeRow updated in place:
+   * made, copied and stored as one block of bytes, with no field boxed on the way in or out.
+   */
+  private val fixedWidth: Boolean = typed.isEmpty && bufferTypes.forall(UnsafeRow.isFixedLength)
+  private lazy val emptyFixed: UnsafeRow = reset(UnsafeProjection.create(bufferTypes.toArray)(InternalRow.fromSeq(bufferTypes.map(_ => null))).copy()).asInstanceOf[UnsafeRow]
+
+  override def newEmpty(): InternalRow =
+    if (fixedWidth) emptyFixed.copy() else reset(new SpecificInternalRow(bufferTypes))
 
   override def reset(buffer: InternalRow): InternalRow = {
     if (hasDeclarative) initialize.target(buffer)(InternalRow.empty)
@@ -174,7 +182,12 @@ final class SparkAggregates(
   private val stored = new UnsafeRow(bufferTypes.length) // points at the bytes being decoded
 
   /** A compact, self-contained encoding of `buffer` (typed buffers serialized by their aggregate), owned by the caller. */
-  def toBytes(buffer: InternalRow): Array[Byte] = {
+  def toBytes(buffer: InternalRow): Array[Byte] = buffer match {
+    case fixed: UnsafeRow => fixed.copy().getBytes // the bytes are the caller's, not the buffer's
+    case _ => encode(buffer)
+  }
+
+  private def encode(buffer: InternalRow): Array[Byte] = {
     var i = 0
     val objects = new Array[Any](typed.length)
     while (i < typed.length) {
@@ -196,7 +209,11 @@ final class SparkAggregates(
    * A buffer decoded from `toBytes` output kept at `at` in `bytes`, owned by the caller; variable-length
    * fields may point into `bytes`, which must not change afterwards.
    */
-  def fromBytes(bytes: Array[Byte], at: Int, length: Int): InternalRow = {
+  def fromBytes(bytes: Array[Byte], at: Int, length: Int): InternalRow = if (fixedWidth) {
+    val buffer = new UnsafeRow(bufferTypes.length)
+    buffer.pointTo(java.util.Arrays.copyOfRange(bytes, at, at + length), length)
+    buffer
+  } else {
     stored.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET + at, length)
     val buffer = new SpecificInternalRow(bufferTypes)
     var i = 0

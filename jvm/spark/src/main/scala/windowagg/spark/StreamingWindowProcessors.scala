@@ -126,6 +126,11 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   @transient private var value: UnsafeRow = _
   @transient private var toOutput: UnsafeProjection = _
   @transient protected var readTime: InternalRow => Long = _
+  // what emitted() needs, built once per task: the output row is reused, as toOutput copies it
+  @transient private var outputRow: GenericInternalRow = _
+  @transient private var keyTypes: Array[DataType] = _
+  @transient private var resultTypes: Array[DataType] = _
+  @transient private var viewOf: Array[WindowView.View] = _
 
   protected def initState(handle: StatefulProcessorHandle): Unit
 
@@ -145,6 +150,10 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
     toOutput = tools.toOutput
     value = new UnsafeRow(spec.valueAttributes.length)
     readTime = spec.timeColumn.reader(spec.timeOrdinal)
+    outputRow = new GenericInternalRow(spec.lateRowOrdinal + 1)
+    keyTypes = spec.keySchema.fields.map(_.dataType)
+    resultTypes = spec.functions.map(_.dataType).toArray
+    viewOf = spec.functions.indices.map(i => spec.views.lift(i).getOrElse(WindowView.All)).toArray
     initState(getHandle)
   }
 
@@ -187,62 +196,65 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   }
 
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Array[Byte] =
-    emitted(WindowKind, keyRow, start, end, Some(buffer), None)
+    emitted(WindowKind, keyRow, start, end, buffer, null, null, null, null)
 
   /** A window whose aggregates are over its rows, or (Storm's view) its new or its expired rows. */
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow, newRows: InternalRow,
       expiredRows: InternalRow): Array[Byte] =
-    emitted(WindowKind, keyRow, start, end, Some(buffer), None, Map(WindowView.New -> newRows, WindowView.Expired -> expiredRows))
+    emitted(WindowKind, keyRow, start, end, buffer, newRows, expiredRows, null, null)
 
   protected def retractionRow(keyRow: InternalRow, start: Long, end: Long): Array[Byte] =
-    emitted(RetractionKind, keyRow, start, end, None, None)
+    emitted(RetractionKind, keyRow, start, end, null, null, null, null, null)
 
   protected def lateRow(keyRow: InternalRow, value: InternalRow, reason: String): Array[Byte] =
-    emitted(LateKind, keyRow, 0L, 0L, None, Some((reason, value)))
+    emitted(LateKind, keyRow, 0L, 0L, null, null, null, reason, value)
 
   /** A row in no window whose values are no longer kept (kinds cut at rows keep partials): reason only. */
   protected def unwindowedRow(keyRow: InternalRow): Array[Byte] =
-    emitted(LateKind, keyRow, 0L, 0L, None, Some((ReasonNoWindow, null)))
+    emitted(LateKind, keyRow, 0L, 0L, null, null, null, ReasonNoWindow, null)
 
-  private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: Option[InternalRow],
-      late: Option[(String, InternalRow)], viewBuffers: Map[WindowView.View, InternalRow] = Map.empty): Array[Byte] = {
-    val keys = spec.keySchema.length
-    val n = spec.functions.length
-    val row = new GenericInternalRow(spec.lateRowOrdinal + 1)
+  /**
+   * One output row in binary form. `buffer` is null for rows without aggregates (late rows,
+   * retractions), `newRows` and `expiredRows` null unless some aggregate is over Storm's view,
+   * `lateReason` null unless the row is late.
+   */
+  private def emitted(kind: Int, keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow, newRows: InternalRow,
+      expiredRows: InternalRow, lateReason: String, lateValue: InternalRow): Array[Byte] = {
+    val row = outputRow
     row.setInt(spec.kindOrdinal, kind)
     var i = 0
-    while (i < keys) { row.update(spec.keyOrdinal(i), keyRow.get(i, spec.keySchema(i).dataType)); i += 1 }
-    if (late.isDefined) { row.setNullAt(spec.windowStartOrdinal); row.setNullAt(spec.windowEndOrdinal) }
+    while (i < keyTypes.length) { row.update(spec.keyOrdinal(i), keyRow.get(i, keyTypes(i))); i += 1 }
+    if (lateReason != null) { row.setNullAt(spec.windowStartOrdinal); row.setNullAt(spec.windowEndOrdinal) }
     else { row.setLong(spec.windowStartOrdinal, start); row.setLong(spec.windowEndOrdinal, end) }
-    buffer match {
-      case Some(b) =>
-        // each aggregate from the buffer of the rows it is over (the result row is reused per buffer)
-        (Map(WindowView.All -> b) ++ viewBuffers).foreach { case (view, viewBuffer) =>
-          val result = aggregates.result(viewBuffer)
-          i = 0
-          while (i < n) {
-            if (spec.views.lift(i).getOrElse(WindowView.All) == view) {
-              row.update(spec.aggregateOrdinal(i), result.get(i, spec.functions(i).dataType))
-            }
-            i += 1
-          }
-        }
-      case None =>
-        i = 0
-        while (i < n) { row.setNullAt(spec.aggregateOrdinal(i)); i += 1 }
+    if (buffer == null) {
+      i = 0
+      while (i < viewOf.length) { row.setNullAt(spec.aggregateOrdinal(i)); i += 1 }
+    } else {
+      setAggregates(row, WindowView.All, buffer)
+      if (newRows != null) setAggregates(row, WindowView.New, newRows)
+      if (expiredRows != null) setAggregates(row, WindowView.Expired, expiredRows)
     }
-    late match {
-      case Some((reason, lateValue)) =>
-        row.update(spec.lateReasonOrdinal, UTF8String.fromString(reason))
-        row.update(spec.lateRowOrdinal, if (lateValue == null) null else lateValue.copy())
-      case None =>
-        row.setNullAt(spec.lateReasonOrdinal)
-        row.setNullAt(spec.lateRowOrdinal)
+    if (lateReason != null) {
+      row.update(spec.lateReasonOrdinal, UTF8String.fromString(lateReason))
+      row.update(spec.lateRowOrdinal, if (lateValue == null) null else lateValue.copy())
+    } else {
+      row.setNullAt(spec.lateReasonOrdinal)
+      row.setNullAt(spec.lateRowOrdinal)
     }
     val packed = toOutput(row)
     val bytes = new Array[Byte](packed.getSizeInBytes)
     packed.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
     bytes
+  }
+
+  /** The aggregates over `view` in `row`, from the buffer of the rows that view is over. */
+  private def setAggregates(row: GenericInternalRow, view: WindowView.View, buffer: InternalRow): Unit = {
+    val result = aggregates.result(buffer) // reused per call: its values are taken before the next one
+    var i = 0
+    while (i < viewOf.length) {
+      if (viewOf(i) == view) row.update(spec.aggregateOrdinal(i), result.get(i, resultTypes(i)))
+      i += 1
+    }
   }
 }
 
