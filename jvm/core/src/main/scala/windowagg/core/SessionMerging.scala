@@ -40,15 +40,30 @@ final class SessionMerging[P](agg: PartialAggregation[P]) {
    *         now holding the records
    */
   def add(sessions: Vector[OpenSession[P]], time: Long, reach: Long, partial: P)
+      : (Vector[OpenSession[P]], Seq[OpenSession[P]], OpenSession[P]) = addRun(sessions, time, time, reach, partial)
+
+  /**
+   * Adds a run of records from `first` to `last` (each within the reach of the ones before it, the
+   * run reaching `reach`) in one step. With no open session starting in (first, last], the run
+   * bridges exactly the sessions its records would one time at a time ([[add]]), so the sessions
+   * come out the same, and its records merge in time order with them.
+   */
+  def addRun(sessions: Vector[OpenSession[P]], first: Long, last: Long, reach: Long, partial: P)
       : (Vector[OpenSession[P]], Seq[OpenSession[P]], OpenSession[P]) = {
-    val (bridged, others) = sessions.partition(bridges(_, time, reach))
-    val record = OpenSession(time, time, reach, partial)
-    // pieces in start order; the record goes after every bridged session starting at or before it
-    val (before, after) = bridged.partition(_.first <= time)
-    val pieces = (before :+ record) ++ after
+    val run = OpenSession(first, last, reach, partial)
+    val (bridged, others) = sessions.partition(s => s.first <= reach && first <= s.reach)
+    if (bridged.isEmpty) return (insertByFirst(sessions, run), Nil, run)
+    // pieces in start order; the run goes after every bridged session starting at or before it
+    val (before, after) = bridged.partition(_.first <= first)
+    val pieces = (before :+ run) ++ after
     var acc = pieces.head.partial
     pieces.tail.foreach(p => acc = agg.mergeInto(acc, p.partial))
-    val merged = OpenSession(pieces.map(_.first).min, pieces.map(_.last).max, pieces.map(_.reach).max, acc)
-    ((others :+ merged).sortBy(_.first), bridged, merged)
+    val merged = OpenSession(pieces.head.first, pieces.map(_.last).max, pieces.map(_.reach).max, acc)
+    (insertByFirst(others, merged), bridged, merged)
+  }
+
+  private def insertByFirst(sessions: Vector[OpenSession[P]], session: OpenSession[P]): Vector[OpenSession[P]] = {
+    val at = sessions.indexWhere(_.first > session.first)
+    if (at < 0) sessions :+ session else sessions.patch(at, Seq(session), 0)
   }
 }

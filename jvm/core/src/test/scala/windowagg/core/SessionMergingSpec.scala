@@ -197,6 +197,42 @@ class SessionMergingSpec extends AnyFunSuite with Matchers with DeterministicPro
     }
   }
 
+  test("property: a micro-batch added in runs gives the brute-force sessions, each run's records in time order") {
+    val gen = for {
+      records <- Gen.oneOf(SessionCases.fixedCase.map(fixedRecords), SessionCases.dynamicCase.map(_.records))
+      earlier <- Gen.listOfN(records.length, Gen.oneOf(true, false))
+    } yield (records, earlier)
+    forAll(gen) { case (records, earlierFlags) =>
+      val (before, batch) = records.zip(earlierFlags).partition(_._2) match { case (b, n) => (b.map(_._1), n.map(_._1)) }
+      var open = feedChecked(before)
+      // the batch as the streaming processor adds it: one partial per time, in runs cut where an open session starts
+      val times = batch.groupBy(_._1).toVector.sortBy(_._1)
+      val openStarts = open.map(_.first)
+      var i = 0
+      while (i < times.length) {
+        val (first, firstRecords) = times(i)
+        var last = first
+        var reach = firstRecords.map(r => reachOf(r._1, r._2)).max
+        var ids = firstRecords.map(_._3)
+        i += 1
+        while (i < times.length && times(i)._1 <= reach && !openStarts.exists(s => s > last && s <= times(i)._1)) {
+          last = times(i)._1
+          reach = math.max(reach, times(i)._2.map(r => reachOf(r._1, r._2)).max)
+          ids ++= times(i)._2.map(_._3)
+          i += 1
+        }
+        val (next, _, merged) = merging.addRun(open, first, last, reach, ids)
+        withClue(s"run [$first, $last] reaching $reach, ids $ids, into ${open.mkString(", ")}:\n") {
+          merged.partial.containsSlice(ids) shouldBe true
+        }
+        open = next
+      }
+      withClue(s"before: ${before.mkString(", ")}; batch: ${batch.mkString(", ")}\n") {
+        asSets(open) shouldBe expectedSets(records)
+      }
+    }
+  }
+
   test("property: in-place buffers (mutable collect, sum) give the same sessions") {
     val gen = Gen.oneOf(SessionCases.fixedCase.map(fixedRecords), SessionCases.dynamicCase.map(_.records))
     forAll(gen) { records =>

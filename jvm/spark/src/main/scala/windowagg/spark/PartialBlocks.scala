@@ -39,11 +39,15 @@ private[spark] object PartialBlock {
   def decode(encoded: Array[Byte]): PartialBlock = {
     val in = ByteBuffer.wrap(encoded)
     val n = in.getLong().toInt
-    val times = Array.fill(n)(in.getLong())
-    val lengths = Array.fill(n)(in.getInt())
+    val times = new Array[Long](n)
+    val lengths = new Array[Int](n)
     val offsets = new Array[Int](n)
-    var at = headerSize(n)
     var i = 0
+    while (i < n) { times(i) = in.getLong(); i += 1 }
+    i = 0
+    while (i < n) { lengths(i) = in.getInt(); i += 1 }
+    var at = headerSize(n)
+    i = 0
     while (i < n) { offsets(i) = at; at += lengths(i); i += 1 }
     new PartialBlock(times, encoded, offsets, lengths)
   }

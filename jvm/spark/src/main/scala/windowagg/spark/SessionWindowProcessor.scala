@@ -28,7 +28,7 @@ import windowagg.core.Ticks.saturatingAdd
  */
 final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
-  import SessionWindowProcessor.KeySessions
+  import SessionWindowProcessor.{FreshTime, KeySessions}
 
   @transient private var sessionState: ValueState[Array[Byte]] = _
   @transient private var merging: SessionMerging[InternalRow] = _
@@ -52,7 +52,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val before = open.map(s => (s.first, s.last)).toSet
     val closed = state.closedReach
 
-    val fresh = mutable.LongMap.empty[(Long, InternalRow)] // time -> (reach, partial)
+    val fresh = mutable.LongMap.empty[FreshTime]
     val behind = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)] // late unless they join an open session
     inputRows.foreach { row =>
       val value = internalValue(row)
@@ -63,20 +63,40 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
         if (reach == WindowAggregateExec.NoReach) out += lateRow(keyRow, value, ReasonInvalidGap)
         else if (merging.isLate(t, reach, watermark, closed)) behind += ((t, reach, value.copy()))
         else {
-          val (r, partial) = fresh.getOrElseUpdate(t, (reach, aggregates.newEmpty()))
-          aggregates.update(partial, value)
-          if (reach > r) fresh.update(t, (reach, partial))
+          val at = fresh.getOrElseUpdate(t, new FreshTime(reach, aggregates.newEmpty()))
+          aggregates.update(at.partial, value)
+          if (reach > at.reach) at.reach = reach
         }
       }
     }
     val touched = mutable.Set.empty[Long]
-    def add(t: Long, reach: Long, partial: InternalRow): Unit = {
-      val (next, absorbed, merged) = merging.add(open, t, reach, partial)
+    def add(first: Long, last: Long, reach: Long, partial: InternalRow): Unit = {
+      val (next, absorbed, merged) = merging.addRun(open, first, last, reach, partial)
       absorbed.foreach(s => touched -= s.first)
       touched += merged.first
       open = next
     }
-    fresh.toSeq.sortBy(_._1).foreach { case (t, (reach, partial)) => add(t, reach, partial) }
+    // On-time rows join in runs of times each within the reach of the run so far, cut where an open
+    // session starts, so each run merges in time order with the sessions it bridges.
+    val times = fresh.keys.toArray
+    java.util.Arrays.sort(times)
+    val openStarts = open.map(_.first)
+    var i = 0
+    while (i < times.length) {
+      val first = times(i)
+      var last = first
+      var reach = fresh(first).reach
+      var partial = fresh(first).partial
+      i += 1
+      while (i < times.length && times(i) <= reach && !openStarts.exists(s => s > last && s <= times(i))) {
+        val next = fresh(times(i))
+        partial = aggregates.mergeInto(partial, next.partial)
+        last = times(i)
+        reach = math.max(reach, next.reach)
+        i += 1
+      }
+      add(first, last, reach, partial)
+    }
     // A row behind the watermark may reach an open session only through another such row of this
     // micro-batch (in either direction, with per-row gaps), so they join until none bridges any more:
     // which rows are late then does not depend on how rows were split across micro-batches.
@@ -87,7 +107,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       bridging.foreach { case (t, reach, value) =>
         val partial = aggregates.newEmpty()
         aggregates.update(partial, value)
-        add(t, reach, partial)
+        add(t, t, reach, partial)
       }
       joined = bridging.nonEmpty
       waiting = rest
@@ -158,6 +178,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
 }
 
 object SessionWindowProcessor {
+  /** The on-time rows of one time in a micro-batch: their partial, and the largest reach among them. */
+  private final class FreshTime(var reach: Long, val partial: InternalRow)
+
   /**
    * Per key: one entry holding its open sessions, the reach of closed ones and its timer. Version 1
    * (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a timer per
