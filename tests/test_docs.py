@@ -7,8 +7,10 @@
   namespace: Python blocks (sessions, ``pycon`` or ``>>>``, with their outputs checked) and SQL
   statements (a streaming query is analysed, a batch one collected). An example that writes files
   makes its own folder for them.
-  Shell, text and diagram blocks are not code to run; a block in any other language (Scala), or a
-  Python or SQL block that cannot run here, says why just above it: ``<!-- not run: reason -->``.
+  Shell, text and diagram blocks are not code to run. A Scala block is run by the Scala example
+  (examples/scala, run by dev/scala-example): it says which file just above it,
+  ``<!-- run by path -->``, and its lines must be that file's, in order. A block that cannot run
+  here says why just above it: ``<!-- not run: reason -->``.
 - The manual builds without a warning (dev/docs without the Scala API docs, which need sbt).
 """
 
@@ -39,6 +41,7 @@ RUN = {"python", "pycon", "sql"}
 # not code either.
 NOT_CODE = {"", "text", "bash", "sh", "shell", "console", "mermaid"}
 NOT_RUN_MARKER = re.compile(r"^\s*<!--\s*not run:\s*(?P<reason>\S.*?)\s*-->\s*$")
+RUN_BY_MARKER = re.compile(r"^\s*<!--\s*run by\s+(?P<path>\S+)\s*-->\s*$")
 
 
 # --- docstrings ------------------------------------------------------------------------------------
@@ -95,6 +98,7 @@ class Block(NamedTuple):
     language: str
     code: str
     not_run: Optional[str]  # the marker's reason
+    run_by: Optional[str]  # the file of another build that holds and runs the block
 
     @property
     def runs(self) -> bool:
@@ -115,9 +119,12 @@ def code_blocks(page: str) -> List[Block]:
         if token.type != "fence":
             continue
         first = token.map[0]
-        marker = NOT_RUN_MARKER.match(lines[first - 1]) if first > 0 else None
+        above = lines[first - 1] if first > 0 else ""
+        marker = NOT_RUN_MARKER.match(above)
+        run_by = RUN_BY_MARKER.match(above)
         language = token.info.split()[0].lower() if token.info.strip() else ""
-        blocks.append(Block(page, first + 1, language, token.content, marker and marker.group("reason")))
+        blocks.append(Block(page, first + 1, language, token.content, marker and marker.group("reason"),
+                            run_by and run_by.group("path")))
     return blocks
 
 
@@ -129,10 +136,25 @@ def test_every_block_runs_or_says_why():
         f"{block.page}:{block.line}: a {block.language} block"
         for page in PAGES
         for block in code_blocks(page)
-        if block.is_code and not block.runs and block.not_run is None
+        if block.is_code and not block.runs and block.not_run is None and block.run_by is None
     ]
     assert unrunnable == [], "mark each with <!-- not run: reason --> on the line above it"
     assert {"README.md", "docs/streaming.md"} <= set(RUNNABLE_PAGES)
+
+
+SCALA_BLOCKS = [block for page in PAGES for block in code_blocks(page) if block.language == "scala"]
+
+
+@pytest.mark.parametrize("block", SCALA_BLOCKS, ids=lambda block: f"{block.page}:{block.line}")
+def test_scala_block_is_in_the_scala_example(block):
+    """The block's lines, in order, are lines of the file that runs it (indentation aside)."""
+    assert block.run_by, "a Scala block says which file of examples/scala runs it: <!-- run by path -->"
+    with open(os.path.join(ROOT, block.run_by), encoding="utf-8") as handle:
+        file_lines = [line.strip() for line in handle]
+    at = 0
+    for line in (line.strip() for line in block.code.splitlines() if line.strip()):
+        assert line in file_lines[at:], f"{block.page}:{block.line}: not in {block.run_by} (after line {at}): {line}"
+        at = file_lines.index(line, at) + 1
 
 
 def run_python(block: Block, namespace: dict) -> None:

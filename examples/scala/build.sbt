@@ -10,6 +10,10 @@ libraryDependencies ++= Seq(
   // Spark's encoders need Scala's reflection, at the build's own Scala version
   "org.scala-lang" % "scala-reflect" % scalaVersion.value)
 
+// the manual's own window kind (windowagg.examples.FiscalQuarters), a user's jar of their own: the
+// main build's examples/package makes it
+Compile / unmanagedJars += Attributed.blank(file("../../jvm/examples/target/windowagg-examples-0.3.0.jar"))
+
 Compile / unmanagedJars ++= {
   val dir = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
     sys.error("SPARK_JARS_DIR is not set: run this build through build/sbt (dev/scala-example does)"))

@@ -15,6 +15,9 @@ object ClickWindows {
       .config("spark.sql.extensions", "windowagg.spark.WindowAggExtensions")
       .config("spark.sql.session.timeZone", "UTC")
       .config("spark.ui.enabled", "false")
+      // streaming windows keep their state in RocksDB
+      .config("spark.sql.streaming.stateStore.providerClass",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
       .getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import spark.implicits._
@@ -50,11 +53,16 @@ object ClickWindows {
       ("bob", "2024-01-01 10:01:00", "2024-01-01 10:01:00", 7L, 1L))
     val gotSliding = sliding.as[(String, String, String, Long, Long)].collect().toSeq
     val gotSessions = sessions.as[(String, String, String, Long, Long)].collect().toSeq
+    val manualProblems = ManualExamples.run(spark, clicks)
     spark.stop()
     if (gotSliding != expectedSliding || gotSessions != expectedSessions) {
       System.err.println(s"unexpected windows:\n$gotSliding\n$gotSessions")
       sys.exit(1)
     }
-    println("windowagg Scala example: sliding windows and sessions as expected")
+    if (manualProblems.nonEmpty) {
+      System.err.println(s"the manual's Scala examples:\n${manualProblems.mkString("\n")}")
+      sys.exit(1)
+    }
+    println("windowagg Scala example: sliding windows and sessions as expected; the manual's Scala examples ran")
   }
 }

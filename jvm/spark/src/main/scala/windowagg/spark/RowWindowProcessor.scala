@@ -80,15 +80,25 @@ final class RowWindowProcessor(spec: StreamingWindowSpec, kind: RowWindows) exte
       }
     }
     if (arrived.nonEmpty) waiting.appendList(arrived.toArray)
-    scheduleTimer(timer, deadline)
+    scheduleTimer(deadline)
     out.iterator
   }
 
   override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     timer.clear() // the fired timer is gone
     val out = mutable.ArrayBuffer.empty[Array[Byte]]
-    scheduleTimer(timer, settle(internalKey(key), watermarkTicks(timerValues), out))
+    scheduleTimer(settle(internalKey(key), watermarkTicks(timerValues), out))
     out.iterator
+  }
+
+  /** Keeps the key's one timer (also kept in `timer`) at the expiry of `nextEnd`, or none. */
+  private def scheduleTimer(nextEnd: Option[Long]): Unit = {
+    val current = if (timer.exists()) Some(timer.get()) else None
+    moveTimer(current, nextEnd.map(expiryMs)) match {
+      case same if same == current =>
+      case Some(ms) => timer.update(ms)
+      case None => timer.clear()
+    }
   }
 
   /**

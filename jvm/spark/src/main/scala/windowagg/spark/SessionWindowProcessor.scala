@@ -165,11 +165,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       if (open.nonEmpty) Some(open.map(s => expiryMs(s.reach)).min)
       else fixedGap.flatMap(g => state.closedReach.map(r => expiryMs(saturatingAdd(r, g))))
     val timerChanged = wanted != state.timerMs
-    if (timerChanged) {
-      state.timerMs.foreach(getHandle.deleteTimer)
-      wanted.foreach(getHandle.registerTimer)
-      state.timerMs = wanted
-    }
+    state.timerMs = moveTimer(state.timerMs, wanted)
     if (open.isEmpty && state.closedReach.isEmpty) sessionState.clear()
     else if (changed || timerChanged || state.closedReachChanged) {
       sessionState.update(state.encode(open, aggregates))

@@ -182,17 +182,16 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   /** A tick no later than the end a timer at `ms` was set for (timers keep milliseconds). */
   protected def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
 
-  /** Keeps the key's one timer (kept in `timer`) at the expiry of `nextEnd`, or none. */
-  protected def scheduleTimer(timer: ValueState[Long], nextEnd: Option[Long]): Unit = {
-    val wanted = nextEnd.map(expiryMs)
-    val current = if (timer.exists()) Some(timer.get()) else None
+  /**
+   * Moves the key's one timer from `current` to `wanted` (milliseconds, or none), touching Spark's
+   * timers only when it changes; returns `wanted`, for the caller to keep with the key's state.
+   */
+  protected def moveTimer(current: Option[Long], wanted: Option[Long]): Option[Long] = {
     if (wanted != current) {
       current.foreach(getHandle.deleteTimer)
-      wanted match {
-        case Some(ms) => getHandle.registerTimer(ms); timer.update(ms)
-        case None => timer.clear()
-      }
+      wanted.foreach(getHandle.registerTimer)
     }
+    wanted
   }
 
   protected def windowRow(keyRow: InternalRow, start: Long, end: Long, buffer: InternalRow): Array[Byte] =
@@ -370,11 +369,7 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
   private def save(progress: Progress, blocks: PartialBlocks, nextEnd: Option[Long]): Unit = {
     blocks.flush()
     val wanted = if (blocks.isEmpty) None else nextEnd.map(expiryMs)
-    if (wanted != progress.timer) {
-      progress.timer.foreach(getHandle.deleteTimer)
-      wanted.foreach(getHandle.registerTimer)
-      progress.timerMs = wanted.getOrElse(Progress.NoTimer)
-    }
+    progress.timerMs = moveTimer(progress.timer, wanted).getOrElse(Progress.NoTimer)
     if (blocks.isEmpty) progressState.clear()
     else {
       progress.blockStarts = blocks.blockStarts

@@ -3,11 +3,11 @@ package windowagg.spark
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode, FalseLiteral, GenerateUnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.codegen.Block._
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.Platform
 
 import windowagg.{ResolvedWindows, WindowDefinition}
 import windowagg.core.WindowError
@@ -95,19 +95,23 @@ object WindowGroupingExpression {
 /**
  * The row of `children` in Spark's binary form (an UnsafeRow's bytes, owned by the result): how the
  * streaming processors receive their input rows, so that no row is converted to a `Row` of boxed
- * values and back. Evaluated without code generation; the projection inside is generated.
+ * values and back. Generated code writes the row straight from the children's values.
  */
-case class PackedRow(children: Seq[Expression]) extends Expression with CodegenFallback {
+case class PackedRow(children: Seq[Expression]) extends Expression {
   @transient private lazy val project = UnsafeProjection.create(children)
 
   override def nullable: Boolean = false
   override def dataType: DataType = BinaryType
-  override def eval(input: InternalRow): Any = {
-    val row = project(input)
-    val bytes = new Array[Byte](row.getSizeInBytes)
-    row.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
-    bytes
+  override def eval(input: InternalRow): Any = project(input).copy().getBytes
+
+  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
+    val row = GenerateUnsafeProjection.createCode(ctx, children)
+    // the projection's row is reused: the copy's bytes are the result's own
+    ev.copy(code = code"""
+      ${row.code}
+      byte[] ${ev.value} = ${row.value}.copy().getBytes();""", isNull = FalseLiteral)
   }
+
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PackedRow = copy(children = newChildren)
 }
 
@@ -115,7 +119,7 @@ case class PackedRow(children: Seq[Expression]) extends Expression with CodegenF
  * A row packed in binary form (an UnsafeRow's bytes, as [[PackedRow]] or a streaming processor
  * writes them) read back as a struct of `schema`, in place.
  */
-case class UnpackedRow(child: Expression, schema: StructType) extends UnaryExpression with CodegenFallback {
+case class UnpackedRow(child: Expression, schema: StructType) extends UnaryExpression {
   override def nullable: Boolean = child.nullable
   override def dataType: DataType = schema
   override protected def nullSafeEval(input: Any): Any = {
@@ -124,6 +128,16 @@ case class UnpackedRow(child: Expression, schema: StructType) extends UnaryExpre
     row.pointTo(bytes, bytes.length)
     row
   }
+
+  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
+    val rowClass = classOf[UnsafeRow].getName
+    val row = ctx.freshName("unpacked")
+    nullSafeCodeGen(ctx, ev, bytes => s"""
+      $rowClass $row = new $rowClass(${schema.length});
+      $row.pointTo($bytes, $bytes.length);
+      ${ev.value} = $row;""")
+  }
+
   override protected def withNewChildInternal(newChild: Expression): UnpackedRow = copy(child = newChild)
 }
 

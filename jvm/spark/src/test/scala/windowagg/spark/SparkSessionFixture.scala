@@ -13,6 +13,9 @@ trait SparkSessionFixture extends BeforeAndAfterAll { self: Suite =>
     .config("spark.ui.enabled", "false")
     .config("spark.sql.session.timeZone", "UTC")
     .config(StreamingWindowPlanner.ProviderConf, StreamingWindowPlanner.RocksDbProvider)
+    // as in Spark's own tests: generated code that does not compile fails the test, instead of
+    // being replaced by interpreted code with only an error in the log
+    .config("spark.sql.codegen.fallback", "false")
     .getOrCreate()
 
   override def afterAll(): Unit = {
