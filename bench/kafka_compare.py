@@ -66,6 +66,7 @@ KAFKA_DIR = BENCH_DIR / "kafka-streams"
 KAFKA_MAIN = "windowagg.bench.KafkaWindowBench"
 DOC = report.DOCS / "benchmarks-kafka.md"
 IMG = report.DOCS / "img" / "kafka_compare.png"
+NOTES = BENCH_DIR / "kafka_compare_notes.md"
 
 KINDS = ["sliding", "session"]
 STORES = ["memory", "rocksdb"]
@@ -477,7 +478,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     kafka_version = next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?")
     kafka_java = next((r.get("java") for r in res["runs"] if r.get("java")), "?")
     L = ["# windowagg against Kafka Streams: sliding and session windows, per core", "",
-         report.provenance("kafka_compare.py", [json_path]), "", *report.banners(res),
+         report.provenance("kafka_compare.py", [json_path], NOTES), "", *report.banners(res),
          report.run_line(res, json_path, doc), ""]
     L.append("The same events, the same windows (size, gap, grace, final emission, count/sum/max), run by "
              "windowagg in Spark Structured Streaming on one core and by Kafka Streams on one thread (its "
@@ -712,7 +713,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     L.append("- One core each, but each JVM also has GC, JIT and (RocksDB) background threads; the CPU columns "
              "count them.")
     L.append("")
-    report.finish_page(doc, img, L, None, "## Reproduce", [
+    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
         "bench/run-kafka-compare --quick          # smoke run: 50k events, 10 keys (a few minutes)",
         "bench/run-kafka-compare                  # this page: 300k events, 1000 keys; log in "
         "bench/results/kafka_compare-full.log",
