@@ -19,8 +19,9 @@ import windowagg.core.Ticks.saturatingAdd
  * State per key, one entry ([[SessionWindowProcessor.KeySessions]]): the open sessions (each its
  * first and last record time, its reach and its partial aggregate as UnsafeRow bytes),
  * `closedReach`, the largest reach of its closed sessions (a record within it that bridges no open
- * session is late), and the key's one event-time timer, at the earliest reach of its open sessions:
- * when the watermark passes it that session closes, so no micro-batch scans all state. A record
+ * session is late), and the key's one event-time timer, at or before the earliest reach of its open
+ * sessions: when the watermark passes that reach the session closes, so no micro-batch scans all
+ * state (a timer that fires early finds nothing final and is set again). A record
  * merges every open session it bridges. With a fixed gap, closedReach is dropped once no on-time
  * record can fall within it (the timer wakes the key for that); with a per-row gap a later record
  * may reach back arbitrarily far, so it stays. In update mode, a session merged away (including
@@ -119,7 +120,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       open.filter(s => touched.contains(s.first)).foreach(s => out += windowRow(keyRow, s.first, s.last, s.partial))
     }
     // unchanged sessions keep their bytes as read
-    save(state, open, changed = touched.nonEmpty || open.length != state.open.length)
+    save(state, open, changed = touched.nonEmpty || open.length != state.open.length, watermark)
     out.iterator
   }
 
@@ -133,7 +134,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     if (open.isEmpty && fixedGap.exists(g => state.closedReach.exists(saturatingAdd(_, g) < watermark))) {
       state.closedReach = None
     }
-    save(state, open, changed = open.length != state.open.length)
+    save(state, open, changed = open.length != state.open.length, watermark)
     out.iterator
   }
 
@@ -157,13 +158,21 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     if (sessionState.exists()) KeySessions.decode(sessionState.get(), aggregates) else new KeySessions(Vector.empty, None, None)
 
   /**
-   * Writes the key's sessions (when they or closedReach changed) and keeps its one timer at the
-   * earliest reach of its open sessions, or with none, where closedReach can be dropped.
+   * Writes the key's sessions (when they or closedReach changed) and keeps its one timer at or before
+   * the earliest reach of its open sessions, or with none, where closedReach can be dropped. A timer
+   * set earlier than that but not due at this `watermark` stays where it is: firing early, it finds
+   * nothing final and sets the next one, where moving it each micro-batch a session grows would cost
+   * Spark's timer store a delete and an insert every time.
    */
-  private def save(state: KeySessions, open: Vector[OpenSession[InternalRow]], changed: Boolean): Unit = {
-    val wanted =
+  private def save(state: KeySessions, open: Vector[OpenSession[InternalRow]], changed: Boolean, watermark: Long): Unit = {
+    val needed =
       if (open.nonEmpty) Some(open.map(s => expiryMs(s.reach)).min)
       else fixedGap.flatMap(g => state.closedReach.map(r => expiryMs(saturatingAdd(r, g))))
+    val watermarkMs = Math.floorDiv(watermark, spec.ticksPerMilli)
+    val wanted = needed match {
+      case Some(ms) if state.timerMs.exists(t => t <= ms && t > watermarkMs) => state.timerMs
+      case other => other
+    }
     val timerChanged = wanted != state.timerMs
     state.timerMs = moveTimer(state.timerMs, wanted)
     if (open.isEmpty && state.closedReach.isEmpty) sessionState.clear()
