@@ -130,7 +130,11 @@ final class SparkAggregates(
    * made, copied and stored as one block of bytes, with no field boxed on the way in or out.
    */
   private val fixedWidth: Boolean = typed.isEmpty && bufferTypes.forall(UnsafeRow.isFixedLength)
-  private lazy val emptyFixed: UnsafeRow = reset(UnsafeProjection.create(bufferTypes.toArray)(InternalRow.fromSeq(bufferTypes.map(_ => null))).copy()).asInstanceOf[UnsafeRow]
+  // what newEmpty copies: every field null, then initialized by the aggregates
+  private lazy val emptyFixed: UnsafeRow = {
+    val nulls = UnsafeProjection.create(bufferTypes.toArray)(new GenericInternalRow(bufferTypes.length)).copy()
+    reset(nulls).asInstanceOf[UnsafeRow]
+  }
 
   override def newEmpty(): InternalRow =
     if (fixedWidth) emptyFixed.copy() else reset(new SpecificInternalRow(bufferTypes))
