@@ -1,6 +1,8 @@
 """Shared fixtures: one local Spark session with windowagg for the whole test run."""
 
 import os
+import signal
+import subprocess
 import sys
 
 import pytest
@@ -21,6 +23,19 @@ def examples_jar() -> str:
             returncode=2,
         )
     return EXAMPLES_JAR
+
+
+def stop_process_group(process: subprocess.Popen, timeout: float = 30) -> None:
+    """Stops a process started with ``start_new_session=True`` and everything in its group (the JVMs
+    Spark's scripts start): SIGTERM, then SIGKILL if it outlives ``timeout`` seconds."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 import pytest
 
 import cluster_job
+from conftest import stop_process_group
 import streaming_support as ss
 import windowagg
 
@@ -88,18 +88,6 @@ def start(command, log_path, env, cwd=None):
         )
 
 
-def stop(process):
-    """Stops a process group started by `start`: SIGTERM, then SIGKILL if it outlives 30 s."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-
-
 def tail(path, chars=3000):
     return Path(path).read_text(errors="replace")[-chars:]
 
@@ -153,7 +141,7 @@ def standalone_cluster(root):
         yield url, worker_dirs
     finally:
         for process in reversed(processes):
-            stop(process)
+            stop_process_group(process)
 
 
 def submit_command(url, input_dir, out_dir):
@@ -206,7 +194,7 @@ def runs(spark, tmp_path_factory):
         except subprocess.TimeoutExpired:
             pytest.fail(f"spark-submit did not finish within {JOB_TIMEOUT} s:\n{tail(driver_log)}")
         finally:
-            stop(submit)
+            stop_process_group(submit)
     assert returncode == 0, f"spark-submit failed ({returncode}):\n{tail(driver_log, 6000)}"
     run = json.loads((cluster_out / "run.json").read_text())
     return Runs(cluster_out, local_out, run, late, worker_dirs)

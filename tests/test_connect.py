@@ -9,7 +9,6 @@ an action), and errors carry the same conditions and SQLSTATEs.
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 
 import connect_job
 import windowagg
-from conftest import examples_jar
+from conftest import examples_jar, stop_process_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -64,12 +63,7 @@ def connect_url(tmp_path_factory):
             time.sleep(0.2)
         yield f"sc://127.0.0.1:{port}"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=60)
+        stop_process_group(server, timeout=60)
         log.close()
 
 
