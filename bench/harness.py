@@ -720,6 +720,7 @@ def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, ti
             "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
             "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
             "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
+            "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
             "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
             "watermark": (p.get("eventTime") or {}).get("watermark"),
             "operator": ",".join(str(op.get("operatorName")) for op in ops),

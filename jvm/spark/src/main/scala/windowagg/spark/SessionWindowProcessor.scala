@@ -54,9 +54,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val closed = state.closedReach
 
     val fresh = mutable.LongMap.empty[FreshTime]
+    val joinedBefore = mutable.ArrayBuffer.empty[OpenSession[InternalRow]] // runs joined before the shuffle
     val behind = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)] // late unless they join an open session
-    inputRows.foreach { row =>
-      val value = internalValue(row)
+    def takeRow(value: InternalRow): Unit =
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
       else {
         val t = readTime(value)
@@ -69,6 +69,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
           if (reach > at.reach) at.reach = reach
         }
       }
+    inputRows.foreach { row =>
+      if (spec.runsBeforeShuffle && !row.isNullAt(runOrdinal)) joinedBefore += onTimeRun(row.getAs[Array[Byte]](runOrdinal), watermark, closed)
+      else takeRow(internalValue(row))
     }
     val touched = mutable.Set.empty[Long]
     def add(first: Long, last: Long, reach: Long, partial: InternalRow): Unit = {
@@ -77,22 +80,23 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       touched += merged.first
       open = next
     }
-    // On-time rows join in runs of times each within the reach of the run so far, cut where an open
-    // session starts, so each run merges in time order with the sessions it bridges.
-    val times = fresh.keys.toArray
-    java.util.Arrays.sort(times)
+    // On-time rows (and runs joined before the shuffle) join in runs of times each within the reach
+    // of the run so far, cut where an open session starts, so each run merges in time order with the
+    // sessions it bridges.
+    val pieces = (fresh.iterator.map { case (t, at) => OpenSession(t, t, at.reach, at.partial) } ++ joinedBefore)
+      .toArray.sortBy(_.first)
     val openStarts = open.map(_.first)
     var i = 0
-    while (i < times.length) {
-      val first = times(i)
-      var last = first
-      var reach = fresh(first).reach
-      var partial = fresh(first).partial
+    while (i < pieces.length) {
+      val first = pieces(i).first
+      var last = pieces(i).last
+      var reach = pieces(i).reach
+      var partial = pieces(i).partial
       i += 1
-      while (i < times.length && times(i) <= reach && !openStarts.exists(s => s > last && s <= times(i))) {
-        val next = fresh(times(i))
+      while (i < pieces.length && pieces(i).first <= reach && !openStarts.exists(s => s > last && s <= pieces(i).first)) {
+        val next = pieces(i)
         partial = aggregates.mergeInto(partial, next.partial)
-        last = times(i)
+        last = math.max(last, next.last)
         reach = math.max(reach, next.reach)
         i += 1
       }
@@ -136,6 +140,18 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     }
     save(state, open, changed = open.length != state.open.length, watermark)
     out.iterator
+  }
+
+  private val runOrdinal = spec.keySchema.length + 1
+
+  /** A run of rows joined before the shuffle ([[SessionRuns]]), which only joins rows that cannot be late. */
+  private def onTimeRun(bytes: Array[Byte], watermark: Long, closed: Option[Long]): OpenSession[InternalRow] = {
+    val (first, last, reach, partial) = SessionRuns.decode(bytes, aggregates)
+    if (merging.isLate(first, spec.windows.reach(first, 0L), watermark, closed)) {
+      throw new IllegalStateException(s"rows from $first to $last were joined before the shuffle as on time, " +
+        s"but the watermark is $watermark and the key's closed sessions reach $closed")
+    }
+    OpenSession(first, last, reach, partial)
   }
 
   /** Emits (final mode) the sessions the watermark has passed, and returns the others. */

@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, LogicalP
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.functions.{col, count_if, lit}
 import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
-import org.apache.spark.sql.types.{Metadata, MetadataBuilder}
+import org.apache.spark.sql.types.{BinaryType, Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{MergingWindows, RowWindows, WindowDefinition}
@@ -77,7 +77,7 @@ object StreamingWindowPlanner {
     // transformWithState needs a grouping key: without keys, every row shares one constant key
     val allRows = Alias(Literal(0), "_windowagg_all")()
     val groupKeys: Seq[NamedExpression] = if (node.keys.nonEmpty) node.keys else Seq(allRows)
-    val spec = StreamingWindowSpec(
+    val plain = StreamingWindowSpec(
       windows = node.windows,
       ticksPerMilli = 1000L,
       keySchema = DataTypeUtils.fromAttributes(groupKeys.map(_.toAttribute)),
@@ -93,10 +93,16 @@ object StreamingWindowPlanner {
       processingTime = options.processingTime,
       views = node.views,
       description = description(node, definition, options))
+    val spec = plain.copy(runsBeforeShuffle = SessionRuns.applies(plain) && SessionRuns.enabled(session))
 
     // the processors get each row's values packed in binary form, beside the keys they group by
-    val packed = Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()),
-      Project(values, marked))
+    val packed =
+      if (spec.runsBeforeShuffle) {
+        SessionRuns(spec, groupKeys.map(_.toAttribute), AttributeReference(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)(),
+          AttributeReference(SessionRuns.RunColumn, BinaryType)(), Project(valueAttributes ++ groupKeys, Project(values, marked)))
+      } else {
+        Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()), Project(values, marked))
+      }
     val grouped = SparkInternals.dataFrame(session, packed).groupBy(groupKeys.map(k => SparkInternals.column(k.toAttribute)): _*)
       .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.packedSchema))
     val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()

@@ -34,6 +34,7 @@ final case class StreamingWindowSpec(
     processingTime: Boolean = false,
     views: Seq[WindowView.View] = Nil,
     description: Seq[(String, String)] = Nil,
+    runsBeforeShuffle: Boolean = false,
     queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
   /** Whether some aggregate is over Storm's new or expired rows. */
@@ -41,9 +42,14 @@ final case class StreamingWindowSpec(
 
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
-  /** What the processors receive per row: the keys, then the row's values packed by [[PackedRow]]. */
-  def packedSchema: StructType =
-    StructType(keySchema.fields :+ StructField(StreamingWindowSpec.PackedValues, BinaryType, nullable = false))
+  /**
+   * What the processors receive per row: the keys, then the row's values packed by [[PackedRow]];
+   * with runs joined before the shuffle, then the run, or null for a single row ([[SessionRuns]]).
+   */
+  def packedSchema: StructType = {
+    val packed = keySchema.fields :+ StructField(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)
+    StructType(if (runsBeforeShuffle) packed :+ StructField(SessionRuns.RunColumn, BinaryType, nullable = true) else packed)
+  }
 
   /** Rows out of the processor (in binary form): windows (kind 0), late rows (kind 1) and retractions (kind 2). */
   def outputSchema: StructType = StructType(

@@ -1,12 +1,15 @@
 package org.apache.spark.sql.windowagg
 
+import scala.util.Try
+
+import org.apache.spark.SparkContext
 import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, PythonUDF}
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.classic.ExpressionUtils
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{SparkPlan, SQLExecution}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
 /**
@@ -42,6 +45,21 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
     collectWithSubqueries(plan)(pick)
 
   def executedPlan(df: Dataset[_]): SparkPlan = df.queryExecution.executedPlan
+
+  /**
+   * The event-time watermark (ms) of the streaming micro-batch whose execution calls this (on the
+   * driver), or None outside one. Its execution (IncrementalExecution, in another package on each
+   * Spark line) is found by the execution id and read by its methods' names.
+   */
+  def runningBatchWatermarkMs(context: SparkContext): Option[Long] =
+    Option(context.getLocalProperty(SQLExecution.EXECUTION_ID_KEY))
+      .flatMap(id => Option(SQLExecution.getQueryExecution(id.toLong)))
+      .flatMap { execution =>
+        Try {
+          val metadata = execution.getClass.getMethod("offsetSeqMetadata").invoke(execution)
+          metadata.getClass.getMethod("batchWatermarkMs").invoke(metadata).asInstanceOf[Long]
+        }.toOption
+      }
 
   /**
    * Rows clustered by `keys`, every other parameter at its default. ClusteredDistribution is a case
