@@ -170,8 +170,9 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     case _ => None
   }
 
-  private def load(): KeySessions =
-    if (sessionState.exists()) KeySessions.decode(sessionState.get(), aggregates) else new KeySessions(Vector.empty, None, None)
+  // one read: get() is null for a key without state, where exists() and get() would read twice
+  private def load(): KeySessions = Option(sessionState.get()).map(KeySessions.decode(_, aggregates))
+    .getOrElse(new KeySessions(Vector.empty, None, None))
 
   /**
    * Writes the key's sessions (when they or closedReach changed) and keeps its one timer at or before

@@ -383,8 +383,9 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
     }
   }
 
-  private def readProgress(): Progress =
-    if (progressState.exists()) Progress.decode(progressState.get()) else new Progress(Long.MinValue, Progress.NoTimer, Array.emptyLongArray)
+  // one read: get() is null for a key without state, where exists() and get() would read twice
+  private def readProgress(): Progress = Option(progressState.get()).map(Progress.decode)
+    .getOrElse(new Progress(Long.MinValue, Progress.NoTimer, Array.emptyLongArray))
 }
 
 object WindowProcessor {
