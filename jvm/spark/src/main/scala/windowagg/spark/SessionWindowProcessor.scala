@@ -54,7 +54,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     val closed = state.closedReach
 
     val fresh = mutable.LongMap.empty[FreshTime]
-    val joinedBefore = mutable.ArrayBuffer.empty[OpenSession[InternalRow]] // runs joined before the shuffle
+    val joinedBefore = mutable.ArrayBuffer.empty[OpenSession[InternalRow]] // runs merged before the shuffle
     val behind = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)] // late unless they join an open session
     def takeRow(value: InternalRow): Unit =
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
@@ -70,7 +70,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
         }
       }
     inputRows.foreach { row =>
-      if (spec.runsBeforeShuffle && !row.isNullAt(runOrdinal)) joinedBefore += onTimeRun(row.getAs[Array[Byte]](runOrdinal), watermark, closed)
+      if (spec.mergedBeforeShuffle && !row.isNullAt(mergedOrdinal)) joinedBefore += onTimeRun(row.getAs[Array[Byte]](mergedOrdinal), watermark, closed)
       else takeRow(internalValue(row))
     }
     val touched = mutable.Set.empty[Long]
@@ -80,7 +80,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       touched += merged.first
       open = next
     }
-    // On-time rows (and runs joined before the shuffle) join in runs of times each within the reach
+    // On-time rows (and runs merged before the shuffle) join in runs of times each within the reach
     // of the run so far, cut where an open session starts, so each run merges in time order with the
     // sessions it bridges.
     val pieces = (fresh.iterator.map { case (t, at) => OpenSession(t, t, at.reach, at.partial) } ++ joinedBefore)
@@ -142,13 +142,11 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
     out.iterator
   }
 
-  private val runOrdinal = spec.keySchema.length + 1
-
-  /** A run of rows joined before the shuffle ([[SessionRuns]]), which only joins rows that cannot be late. */
+  /** A run of rows merged before the shuffle ([[MergeBeforeShuffle]]), which only merges rows that cannot be late. */
   private def onTimeRun(bytes: Array[Byte], watermark: Long, closed: Option[Long]): OpenSession[InternalRow] = {
-    val (first, last, reach, partial) = SessionRuns.decode(bytes, aggregates)
+    val (first, last, reach, partial) = MergeBeforeShuffle.decodeRun(bytes, aggregates)
     if (merging.isLate(first, spec.windows.reach(first, 0L), watermark, closed)) {
-      throw new IllegalStateException(s"rows from $first to $last were joined before the shuffle as on time, " +
+      throw new IllegalStateException(s"rows from $first to $last were merged before the shuffle as on time, " +
         s"but the watermark is $watermark and the key's closed sessions reach $closed")
     }
     OpenSession(first, last, reach, partial)

@@ -93,13 +93,13 @@ object StreamingWindowPlanner {
       processingTime = options.processingTime,
       views = node.views,
       description = description(node, definition, options))
-    val spec = plain.copy(runsBeforeShuffle = SessionRuns.applies(plain) && SessionRuns.enabled(session))
+    val spec = plain.copy(mergedBeforeShuffle = MergeBeforeShuffle.applies(plain) && MergeBeforeShuffle.enabled(session))
 
     // the processors get each row's values packed in binary form, beside the keys they group by
     val packed =
-      if (spec.runsBeforeShuffle) {
-        SessionRuns(spec, groupKeys.map(_.toAttribute), AttributeReference(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)(),
-          AttributeReference(SessionRuns.RunColumn, BinaryType)(), Project(valueAttributes ++ groupKeys, Project(values, marked)))
+      if (spec.mergedBeforeShuffle) {
+        MergeBeforeShuffle(spec, groupKeys.map(_.toAttribute), AttributeReference(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)(),
+          AttributeReference(MergeBeforeShuffle.MergedColumn, BinaryType)(), Project(valueAttributes ++ groupKeys, Project(values, marked)))
       } else {
         Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()), Project(values, marked))
       }

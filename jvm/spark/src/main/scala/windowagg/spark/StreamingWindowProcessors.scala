@@ -34,7 +34,7 @@ final case class StreamingWindowSpec(
     processingTime: Boolean = false,
     views: Seq[WindowView.View] = Nil,
     description: Seq[(String, String)] = Nil,
-    runsBeforeShuffle: Boolean = false,
+    mergedBeforeShuffle: Boolean = false,
     queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
   /** Whether some aggregate is over Storm's new or expired rows. */
@@ -44,11 +44,11 @@ final case class StreamingWindowSpec(
 
   /**
    * What the processors receive per row: the keys, then the row's values packed by [[PackedRow]];
-   * with runs joined before the shuffle, then the run, or null for a single row ([[SessionRuns]]).
+   * with rows merged before the shuffle, then the merged rows, or null for a single row ([[MergeBeforeShuffle]]).
    */
   def packedSchema: StructType = {
     val packed = keySchema.fields :+ StructField(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)
-    StructType(if (runsBeforeShuffle) packed :+ StructField(SessionRuns.RunColumn, BinaryType, nullable = true) else packed)
+    StructType(if (mergedBeforeShuffle) packed :+ StructField(MergeBeforeShuffle.MergedColumn, BinaryType, nullable = true) else packed)
   }
 
   /** Rows out of the processor (in binary form): windows (kind 0), late rows (kind 1) and retractions (kind 2). */
@@ -169,6 +169,9 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   }
 
   protected def internalKey(key: Row): InternalRow = keyToInternal(key).copy()
+
+  /** Where an input row holds what was merged before the shuffle, when [[StreamingWindowSpec.mergedBeforeShuffle]]. */
+  protected val mergedOrdinal: Int = spec.keySchema.length + 1
 
   /** The row's values in internal form, read in place (reused: copy it to keep it past the next call). */
   protected def internalValue(row: Row): InternalRow = {
@@ -304,8 +307,7 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
     var nextEnd = finalizeUpTo(keyRow, watermark, progress, blocks, out)
 
     val fresh = mutable.LongMap.empty[InternalRow]
-    inputRows.foreach { row =>
-      val value = internalValue(row)
+    def takeRow(value: InternalRow): Unit =
       if (value.isNullAt(spec.timeOrdinal)) out += lateRow(keyRow, value, ReasonNullTime)
       else {
         val t = readTime(value)
@@ -314,6 +316,19 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
         else if (finality.isLate(t, watermark)) out += lateRow(keyRow, value, ReasonLate)
         else aggregates.update(fresh.getOrElseUpdate(partialTime, aggregates.newEmpty()), value)
       }
+    // partials merged before the shuffle ([[MergeBeforeShuffle]]) hold only rows that cannot be late
+    def takePartials(bytes: Array[Byte]): Unit = MergeBeforeShuffle.decodePartials(bytes, aggregates) { (time, partial) =>
+      if (finality.isLate(time, watermark)) {
+        throw new IllegalStateException(s"rows at $time were merged before the shuffle as on time, but the watermark is $watermark")
+      }
+      fresh.getOrNull(time) match {
+        case null => fresh.update(time, partial)
+        case earlier => fresh.update(time, aggregates.mergeInto(earlier, partial))
+      }
+    }
+    inputRows.foreach { row =>
+      if (spec.mergedBeforeShuffle && !row.isNullAt(mergedOrdinal)) takePartials(row.getAs[Array[Byte]](mergedOrdinal))
+      else takeRow(internalValue(row))
     }
     if (fresh.nonEmpty) {
       val times = fresh.keys.toArray

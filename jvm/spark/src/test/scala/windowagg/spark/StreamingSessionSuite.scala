@@ -5,7 +5,7 @@ import java.sql.Timestamp
 import scala.util.Random
 
 import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.execution.streaming.runtime.{MemoryStream, StreamingQueryWrapper}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -181,52 +181,5 @@ class StreamingSessionSuite extends AnyFunSuite with SparkSessionFixture {
     val closed = spark.table("session_late").where(col("late_reason").isNull && col("k") === "a")
       .select(col("window.start").cast("long"), col("n")).collect().map(r => (r.getLong(0), r.getLong(1))).toSeq
     assert(closed == Seq((10L, 1L)))
-  }
-
-  test("rows ahead of the watermark join in runs before the shuffle: the same windows and late rows as shuffling each row") {
-    import spark.implicits._
-    val rnd = new Random(11)
-    // time order between micro-batches, shuffled within each, with a tenth of the rows held back two
-    // micro-batches so that some fall behind the watermark; three input partitions, so that runs of
-    // one key interleave
-    val events = (0 until 600).map(_ => (s"k${rnd.nextInt(4)}", rnd.nextInt(3000).toLong, rnd.nextInt(100).toLong)).sortBy(_._2)
-    val (held, onTime) = events.partition(_ => rnd.nextInt(10) == 0)
-    val chunks = onTime.grouped(90).toSeq
-    val batches = chunks.indices.map(i =>
-      rnd.shuffle(chunks(i) ++ held.filter(e => math.min(e._2 / 500 + 2, chunks.length - 1) == i)))
-
-    def run(name: String, joinRuns: Boolean): (Seq[String], Long, Long) = {
-      spark.conf.set(SessionRuns.EnabledConf, joinRuns.toString)
-      spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false") // every execution holds rows
-      val input = MemoryStream[(String, Long, Long)](spark, 3)
-      val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_millis(col("t")).as("ts"), col("v"))
-      val query = try {
-        stream.groupBy(col("k"), window(col("ts"), SessionWindows.withInactivityGap("100 milliseconds").grace("0 seconds"),
-            Map("lateRows" -> "emit")))
-          .agg(sum("v").as("s"), count(lit(1)).as("n"), max("v").as("m"), min(col("ts")).as("first"))
-          .writeStream.format("memory").queryName(name).outputMode("append").start()
-      } finally spark.conf.unset(SessionRuns.EnabledConf)
-      var (runs, rows) = (0L, 0L)
-      try {
-        (batches :+ Seq(("flush", 100000L, 0L)) :+ Seq(("flush", 200000L, 0L))).foreach { part =>
-          input.addData(part)
-          query.processAllAvailable()
-          query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan.foreach {
-            case e: SessionRunsExec => runs += e.metrics("runs").value; rows += e.metrics("inputRows").value
-            case _ =>
-          }
-        }
-      } finally {
-        query.stop()
-        spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
-      }
-      (spark.table(name).where(col("k") =!= "flush").collect().map(_.toString).toSeq.sorted, runs, rows)
-    }
-    val (joined, runs, rows) = run("runs_joined", joinRuns = true)
-    val (each, _, rowsEach) = run("runs_each", joinRuns = false)
-    assert(joined == each)
-    assert(joined.exists(_.contains("late")), "some rows are late")
-    assert(rowsEach == 0 && rows == events.length + 2, "every row went through the runs")
-    assert(runs > 0 && runs < rows / 3, s"$runs runs of $rows rows")
   }
 }

@@ -1,0 +1,95 @@
+package windowagg.spark
+
+import scala.util.Random
+
+import org.apache.spark.sql.execution.streaming.runtime.{MemoryStream, StreamingQueryWrapper}
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import windowagg.{CumulativeWindows, SessionWindows, SlidingWindows, TimeWindows, WindowDefinition}
+import windowagg.functions.window
+
+class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
+
+  private val rnd = new Random(11)
+  // time order between micro-batches, shuffled within each, with a tenth of the rows held back two
+  // micro-batches so that some fall behind the watermark; three input partitions, so that merged
+  // rows of one key interleave
+  private val events = (0 until 600).map(_ => (s"k${rnd.nextInt(4)}", rnd.nextInt(3000).toLong, rnd.nextInt(100).toLong)).sortBy(_._2)
+  private val (held, onTime) = events.partition(_ => rnd.nextInt(10) == 0)
+  private val chunks = onTime.grouped(90).toSeq
+  private val batches = chunks.indices.map(i =>
+    rnd.shuffle(chunks(i) ++ held.filter(e => math.min(e._2 / 500 + 2, chunks.length - 1) == i)))
+
+  /** The query's output (sorted, as text), and its merge operators' input and merged rows over all micro-batches. */
+  private def run(name: String, definition: WindowDefinition, merge: Boolean): (Seq[String], Long, Long) = {
+    import spark.implicits._
+    spark.conf.set(MergeBeforeShuffle.EnabledConf, merge.toString)
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false") // every execution holds rows
+    val input = MemoryStream[(String, Long, Long)](spark, 3)
+    val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_millis(col("t")).as("ts"), col("v"))
+    val query = try {
+      stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit")))
+        .agg(sum("v").as("s"), count(lit(1)).as("n"), max("v").as("m"), min(col("ts")).as("first"))
+        .writeStream.format("memory").queryName(name).outputMode("append").start()
+    } finally spark.conf.unset(MergeBeforeShuffle.EnabledConf)
+    var (rows, merged) = (0L, 0L)
+    try {
+      (batches :+ Seq(("flush", 100000L, 0L)) :+ Seq(("flush", 200000L, 0L))).foreach { part =>
+        input.addData(part)
+        query.processAllAvailable()
+        query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan.foreach {
+          case e: MergeBeforeShuffleExec => rows += e.metrics("inputRows").value; merged += e.metrics("mergedRows").value
+          case _ =>
+        }
+      }
+    } finally {
+      query.stop()
+      spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
+    }
+    (spark.table(name).where(col("k") =!= "flush").collect().map(_.toString).toSeq.sorted, rows, merged)
+  }
+
+  Seq(
+    "sessions" -> SessionWindows.withInactivityGap("100 milliseconds").grace("0 seconds"),
+    "sliding windows" -> SlidingWindows.of("200 milliseconds").grace("0 seconds"),
+    "hopping windows" -> TimeWindows.of("300 milliseconds").advanceBy("100 milliseconds").grace("0 seconds"),
+    "cumulative windows" -> CumulativeWindows.of("100 milliseconds", "500 milliseconds").grace("0 seconds")
+  ).zipWithIndex.foreach { case ((kind, definition), i) =>
+    test(s"$kind: rows merged before the shuffle give the same windows and late rows as shuffling each row") {
+      val (merged, rows, mergedRows) = run(s"merged_$i", definition, merge = true)
+      val (each, rowsEach, _) = run(s"each_$i", definition, merge = false)
+      assert(merged == each)
+      assert(merged.exists(_.contains("late")), "some rows are late")
+      assert(rowsEach == 0 && rows == events.length + 2, "every row went through the merge")
+      assert(mergedRows > 0 && mergedRows < rows / 3, s"$mergedRows merged rows of $rows rows")
+    }
+  }
+
+  test("an order-sensitive aggregate, a per-row gap or processing time shuffles every row") {
+    import spark.implicits._
+    val stream = MemoryStream[(String, Long, Long)](spark).toDF().toDF("k", "t", "v")
+      .select(col("k"), timestamp_millis(col("t")).as("ts"), col("v"), expr("INTERVAL 1 SECOND").as("gap"))
+    def merges(definition: WindowDefinition, options: Map[String, String], aggregate: org.apache.spark.sql.Column,
+        time: org.apache.spark.sql.Column = col("ts")): Boolean =
+      stream.groupBy(col("k"), window(time, definition, options)).agg(aggregate)
+        .queryExecution.analyzed.collectFirst { case m: MergeBeforeShuffle => m }.isDefined
+    val sessions = SessionWindows.withInactivityGap("1 second").grace("0 seconds")
+    assert(merges(sessions, Map.empty, sum("v")))
+    assert(!merges(sessions, Map.empty, collect_list("v")))
+    assert(!merges(sessions, Map.empty, first("v")))
+    assert(!merges(SessionWindows.withDynamicGap("gap").grace("0 seconds"), Map.empty, sum("v")))
+    assert(merges(TimeWindows.of("1 second").grace("0 seconds"), Map.empty, sum("v")))
+    assert(!merges(TimeWindows.of("1 second"), Map("time" -> "processing"), sum("v"), current_timestamp()))
+  }
+
+  test("the setting must be true or false") {
+    import spark.implicits._
+    spark.conf.set(MergeBeforeShuffle.EnabledConf, "sometimes")
+    try {
+      val stream = MemoryStream[(String, Long)](spark).toDF().toDF("k", "t").select(col("k"), timestamp_millis(col("t")).as("ts"))
+      val e = intercept[WindowAggException](stream.groupBy(col("k"), window(col("ts"), TimeWindows.of("1 second").grace("0 seconds"))).count())
+      assert(e.getMessage.contains(MergeBeforeShuffle.EnabledConf) && e.getMessage.contains("sometimes"))
+    } finally spark.conf.unset(MergeBeforeShuffle.EnabledConf)
+  }
+}
