@@ -66,6 +66,20 @@ def add_session_args(p, *, master: str = "local[2]", shuffle_partitions: int = 4
     p.add_argument("--shuffle-partitions", type=int, default=shuffle_partitions)
     p.add_argument("--driver-memory", default=driver_memory)
     p.add_argument("--seed", type=int, default=seed)
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for the session, for every competitor alike (repeatable); recorded "
+                        "with the results, e.g. spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true")
+
+
+def extra_conf(a) -> dict:
+    """The --conf settings as a dict; a setting without '=' is an error that names it."""
+    out = {}
+    for item in getattr(a, "conf", None) or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise SystemExit(f"--conf takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def add_contention_args(p, *, contended: float = 0.2, quiet_wait: float = 0.0, retries: bool = True) -> None:
@@ -146,11 +160,12 @@ def _private_copy(src: Path, stem: str) -> str:
 
 def build_session(app_name: str, *, master: str = "local[2]", shuffle_partitions: int = 4,
                   driver_memory: str = "8g", aqe_coalesce: bool = False, ui: bool = False,
-                  streaming: bool = False, use_tmp_jar: bool = True):
+                  streaming: bool = False, use_tmp_jar: bool = True, extra: dict | None = None):
     """A classic SparkSession with windowagg's jar and extension (through windowagg.session when the
     package is installed, else spark.jars + spark.sql.extensions), `master`, `shuffle_partitions`
     reduce tasks with AQE coalescing off (unless `aqe_coalesce`), UTC session time zone, no UI; with
-    `streaming`, the RocksDB state store for every query and every progress update kept."""
+    `streaming`, the RocksDB state store for every query and every progress update kept; `extra`
+    settings last."""
     conf = {
         "spark.driver.memory": driver_memory,
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
@@ -164,6 +179,7 @@ def build_session(app_name: str, *, master: str = "local[2]", shuffle_partitions
     if streaming:
         conf["spark.sql.streaming.stateStore.providerClass"] = ROCKSDB
         conf["spark.sql.streaming.numRecentProgressUpdates"] = "100000"
+    conf.update(extra or {})
     jar = jar_path(use_tmp_jar)
     stem = app_name.replace("windowagg-bench-", "")
     try:
@@ -228,7 +244,8 @@ def start(a, app_name: str, benchmark: str, *, config: Callable[[object, object]
     the recorded settings, to which the jar's description is added. With use_tmp_jar=False (the
     default) /tmp/windowagg-latest.jar is not looked at: it may be another checkout's build."""
     spark = build_session(app_name, master=a.master, shuffle_partitions=a.shuffle_partitions,
-                          driver_memory=a.driver_memory, streaming=streaming, use_tmp_jar=use_tmp_jar, **session)
+                          driver_memory=a.driver_memory, streaming=streaming, use_tmp_jar=use_tmp_jar,
+                          extra=extra_conf(a), **session)
     spark.sparkContext.setLogLevel(log_level)  # FATAL: cancelled runs log stack traces at ERROR
     if require_windowagg and not windowagg_loadable(spark):
         log("windowagg is not loadable: nothing to compare")
@@ -238,7 +255,8 @@ def start(a, app_name: str, benchmark: str, *, config: Callable[[object, object]
         "started": now(),
         "git_rev": git_rev(),
         "args": dict(vars(a)),
-        "config": {**config(a, spark), "windowagg_jar": jar_info()},
+        "config": {**config(a, spark), **({"extra_conf": extra_conf(a)} if extra_conf(a) else {}),
+                   "windowagg_jar": jar_info()},
         "machine": machine_info(spark),
     }
     log(f"machine: {res['machine']}")

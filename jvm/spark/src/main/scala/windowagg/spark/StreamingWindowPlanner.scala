@@ -77,7 +77,7 @@ object StreamingWindowPlanner {
     // transformWithState needs a grouping key: without keys, every row shares one constant key
     val allRows = Alias(Literal(0), "_windowagg_all")()
     val groupKeys: Seq[NamedExpression] = if (node.keys.nonEmpty) node.keys else Seq(allRows)
-    val plain = StreamingWindowSpec(
+    val rowByRow = StreamingWindowSpec(
       windows = node.windows,
       ticksPerMilli = 1000L,
       keySchema = DataTypeUtils.fromAttributes(groupKeys.map(_.toAttribute)),
@@ -93,13 +93,15 @@ object StreamingWindowPlanner {
       processingTime = options.processingTime,
       views = node.views,
       description = description(node, definition, options))
-    val spec = plain.copy(mergedBeforeShuffle = MergeBeforeShuffle.applies(plain) && MergeBeforeShuffle.enabled(session))
+    val spec = rowByRow.copy(mergedBeforeShuffle = MergeBeforeShuffle.applies(rowByRow) && MergeBeforeShuffle.enabled(session))
 
     // the processors get each row's values packed in binary form, beside the keys they group by
     val packed =
       if (spec.mergedBeforeShuffle) {
-        MergeBeforeShuffle(spec, groupKeys.map(_.toAttribute), AttributeReference(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)(),
-          AttributeReference(MergeBeforeShuffle.MergedColumn, BinaryType)(), Project(valueAttributes ++ groupKeys, Project(values, marked)))
+        MergeBeforeShuffle(spec, groupKeys.map(_.toAttribute),
+          packed = AttributeReference(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)(),
+          merged = AttributeReference(MergeBeforeShuffle.MergedColumn, BinaryType)(),
+          child = Project(valueAttributes ++ groupKeys, Project(values, marked)))
       } else {
         Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()), Project(values, marked))
       }
