@@ -19,7 +19,7 @@ import org.apache.spark.sql.types.{BinaryType, DataType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{MergingWindows, RowWindows}
-import windowagg.core.WindowFinality
+import windowagg.core.{OpenSession, SessionMerging, WindowFinality}
 
 /**
  * A streaming aggregation's rows merged before the shuffle, in each partition of a micro-batch, so
@@ -151,6 +151,7 @@ private final class MergingIterator(spec: StreamingWindowSpec, keys: Seq[Attribu
   private val windows = spec.windows
   private val finality = new WindowFinality(windows)
   private val sessions = windows.isInstanceOf[MergingWindows]
+  private lazy val merging = new SessionMerging[InternalRow](aggregates)
   private val readTime = spec.timeColumn.reader(spec.timeOrdinal)
   private val keyOf = UnsafeProjection.create(keys, childOutput)
   private val values = childOutput.take(spec.valueAttributes.length)
@@ -190,18 +191,19 @@ private final class MergingIterator(spec: StreamingWindowSpec, keys: Seq[Attribu
   /** The row to pass on, or null when it merged. The values lead the row, as the aggregates read them. */
   private def consume(row: InternalRow): InternalRow = {
     counters.input += 1
-    val time = if (row.isNullAt(spec.timeOrdinal)) None else Some(readTime(row))
-    if (!time.exists(onTime)) {
+    val timed = !row.isNullAt(spec.timeOrdinal)
+    val time = if (timed) readTime(row) else 0L
+    if (!timed || !onTime(time)) {
       counters.passed += 1
       passThrough(row)
     } else {
       val key = keyOf(row)
       var merge = byKey.get(key)
       if (merge == null) {
-        merge = if (sessions) new KeyRuns else new KeyPartials
+        merge = if (sessions) new KeyRuns(merging) else new KeyPartials
         byKey.put(key.copy(), merge)
       }
-      held += merge.add(time.get, row, windows, aggregates)
+      held += merge.add(time, row, windows, aggregates)
       null
     }
   }
@@ -266,56 +268,35 @@ private final class KeyPartials extends KeyMerge {
 }
 
 /** A run of one key's rows: its first and last time, its reach, and the rows' partial aggregate. */
-private final class Run(var first: Long, var last: Long, var reach: Long, var partial: InternalRow)
+private final class Run(var first: Long, var last: Long, var reach: Long, val partial: InternalRow)
 
-/** One key's session runs, disjoint (no run reaches another) and sorted by first time. */
-private final class KeyRuns extends KeyMerge {
+/**
+ * One key's session runs, disjoint (no run reaches another) and sorted by first time. A row within
+ * the latest run extends it in place, with no allocation; any other joins the runs it bridges by the
+ * core's rule ([[SessionMerging.addRun]]).
+ */
+private final class KeyRuns(merging: SessionMerging[InternalRow]) extends KeyMerge {
   private val runs = mutable.ArrayBuffer.empty[Run]
 
   override def add(time: Long, row: InternalRow, windows: windowagg.ResolvedWindows, aggregates: SparkAggregates): Int = {
     val reach = windows.reach(time, 0L)
-    if (runs.nonEmpty) {
-      val latest = runs.last
-      if (time >= latest.first) { // the common case: rows come roughly in time order
-        if (time <= latest.reach) {
-          aggregates.update(latest.partial, row)
-          if (time > latest.last) latest.last = time
-          if (reach > latest.reach) latest.reach = reach
-          return 0
-        }
-        runs += fresh(time, reach, row, aggregates)
-        return 1
-      }
-    }
-    // the row joins every run it bridges ([time, reach] meets [first, reach]) into one
-    val bridged = runs.indices.filter(i => runs(i).first <= reach && time <= runs(i).reach)
-    if (bridged.isEmpty) {
-      val at = runs.indexWhere(_.first > time)
-      runs.insert(if (at < 0) runs.length else at, fresh(time, reach, row, aggregates))
-      1
+    val latest = if (runs.nonEmpty) runs.last else null
+    if (latest != null && time >= latest.first && time <= latest.reach) { // rows come roughly in time order
+      aggregates.update(latest.partial, row)
+      if (time > latest.last) latest.last = time
+      if (reach > latest.reach) latest.reach = reach
+      0
     } else {
-      val into = runs(bridged.head)
-      aggregates.update(into.partial, row)
-      into.first = math.min(into.first, time)
-      into.last = math.max(into.last, time)
-      into.reach = math.max(into.reach, reach)
-      bridged.tail.foreach { i =>
-        val other = runs(i)
-        into.partial = aggregates.mergeInto(into.partial, other.partial)
-        into.last = math.max(into.last, other.last)
-        into.reach = math.max(into.reach, other.reach)
-      }
-      runs.remove(bridged.head + 1, bridged.length - 1) // bridged runs are consecutive
-      1 - bridged.length
+      val partial = aggregates.newEmpty()
+      aggregates.update(partial, row)
+      val open = runs.iterator.map(r => OpenSession(r.first, r.last, r.reach, r.partial)).toVector
+      val next = merging.addRun(open, time, time, reach, partial)._1
+      runs.clear()
+      next.foreach(s => runs += new Run(s.first, s.last, s.reach, s.partial))
+      next.length - open.length
     }
   }
 
   override def encoded(aggregates: SparkAggregates): Iterator[Array[Byte]] =
     runs.iterator.map(r => MergeBeforeShuffle.encodeRun(r.first, r.last, r.reach, aggregates.toBytes(r.partial)))
-
-  private def fresh(time: Long, reach: Long, row: InternalRow, aggregates: SparkAggregates): Run = {
-    val partial = aggregates.newEmpty()
-    aggregates.update(partial, row)
-    new Run(time, time, reach, partial)
-  }
 }
