@@ -392,11 +392,12 @@ def busy_jiffies() -> int | None:
         return None
 
 
-def proc_jiffies(pid: int) -> int | None:
-    """CPU time of one process (all its threads) so far, in clock ticks."""
+def proc_jiffies(pid: int, children: bool = False) -> int | None:
+    """CPU time of one process (all its threads) so far, in clock ticks; with `children`, also of
+    the commands it ran and waited for."""
     try:
         f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(f[11]) + int(f[12])  # utime, stime
+        return int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if children else 0)  # utime, stime, cutime, cstime
     except (OSError, ValueError, IndexError):
         return None
 
@@ -404,7 +405,9 @@ def proc_jiffies(pid: int) -> int | None:
 class CpuMeter:
     """CPU used by this benchmark's processes (Python + the driver JVM, which runs the local
     executors) and by every other process on the machine, between two samples (a benchmark on 2
-    shared cores is only as good as the machine is quiet)."""
+    shared cores is only as good as the machine is quiet). The JVM's share includes the commands
+    it runs: Hadoop's local file system runs `chmod`, `readlink` and `rm` for the checkpoint's
+    files, with 4 state store partitions about 90 commands and 170 ms of CPU per micro-batch."""
 
     def __init__(self, spark):
         self.pids = [os.getpid()]
@@ -416,7 +419,7 @@ class CpuMeter:
 
     def sample(self) -> tuple[int | None, int | None]:
         """(clock ticks used by the whole machine, by this benchmark's processes) so far."""
-        own = [proc_jiffies(p) for p in self.pids]
+        own = [proc_jiffies(p, children=p == self.jvm_pid) for p in self.pids]
         return busy_jiffies(), None if None in own else sum(own)
 
     @staticmethod
@@ -691,7 +694,7 @@ def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, ti
     """Runs the streaming query `df` (append mode, noop sink, a fresh checkpoint) until it has read
     `expected_batches` data micro-batches and the trailing no-data micro-batch (the last watermark
     move) is done, or `timeout` seconds pass. Events per second = events / the sum of the
-    micro-batches' triggerExecution; per micro-batch: state rows, memory, output rows, durations."""
+    micro-batches' triggerExecution; per micro-batch: state rows, memory, RocksDB bytes, output rows, durations."""
     shutil.rmtree(checkpoint, ignore_errors=True)
     spark.sparkContext._jvm.System.gc()
     s0 = meter.sample()
@@ -739,6 +742,10 @@ def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, ti
             "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
             "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
             "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
+            # RocksDB's files: the state's bytes on disk, and what this micro-batch's commit flushed
+            "state_sst_bytes": sum((op.get("customMetrics") or {}).get("rocksdbSstFileSize", 0) for op in ops),
+            "state_flushed_bytes": sum((op.get("customMetrics") or {}).get("rocksdbTotalBytesWrittenByFlush", 0)
+                                       for op in ops),
             "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
             "watermark": (p.get("eventTime") or {}).get("watermark"),
             "operator": ",".join(str(op.get("operatorName")) for op in ops),
@@ -755,10 +762,11 @@ def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, ti
     }
 
 
-def state_quarters(batches: list[dict]) -> dict:
-    """State rows over the data micro-batches: the mean of the second quarter against the mean of
-    the last quarter (after the state filled up), and the largest value."""
-    rows = [b["state_rows"] for b in batches if b["input_rows"] > 0]
+def state_quarters(batches: list[dict], field: str = "state_rows") -> dict:
+    """State rows (or another per-micro-batch `field`) over the data micro-batches: the mean of the
+    second quarter against the mean of the last quarter (after the state filled up), and the
+    largest value."""
+    rows = [b.get(field) or 0 for b in batches if b["input_rows"] > 0]
     n = len(rows)
     if n < 4:
         return {"q2_mean": None, "q4_mean": None, "growth": None, "max": max(rows) if rows else None}

@@ -18,8 +18,9 @@ sum, count, max of v per (k, session) and write to the `noop` sink. One untimed 
 Streaming: the first --stream-rows events (default 1M; --keys keys) in event-time order, written as
 --files Parquet files; each competitor reads them with maxFilesPerTrigger=1, withWatermark(ts,
 --watermark), append mode, noop sink. Events/s = events / sum(triggerExecution); state rows per
-micro-batch = sum of stateOperators[].numRowsTotal. One warm-up on the first few files, then
---stream-reps timed runs each.
+micro-batch = sum of stateOperators[].numRowsTotal, state bytes = RocksDB's SST files. One warm-up
+on the first few files and --warmup-runs untimed runs over all of them (the JIT is still compiling
+for seconds in a JVM's first runs), then --stream-reps timed runs each, interleaved.
 
 /proc/loadavg and the CPU other processes used (from /proc/stat) are recorded around every run.
 Results: bench/results/sessions-<tag>.json, sessions-<tag>.csv, sessions-<tag>-batches.csv.
@@ -61,6 +62,9 @@ def parse_args(argv=None):
     p.add_argument("--stream-rows", type=int)
     p.add_argument("--files", type=int, default=20)
     p.add_argument("--warmup-files", type=int, default=3)
+    p.add_argument("--warmup-runs", type=int, default=2,
+                   help="untimed runs of each competitor over all files after the short warm-up (default 2): "
+                        "the JVM's JIT compiles for seconds per run until about the third")
     p.add_argument("--stream-reps", type=int, default=1)
     p.add_argument("--watermark", default="10 seconds")
     p.add_argument("--stream-timeout", type=float, default=420.0)
@@ -211,6 +215,10 @@ def run_streaming(spark, a, res, save):
     for c in COMPETITORS:
         r = run_stream(c, spark, a, warm, work / f"ck-warm-{c}", a.warmup_files, meter)
         log(f"streaming {c:9s} warm-up: {r['status']} {r['wall_s']:.1f}s")
+    for i in range(a.warmup_runs):
+        for c in COMPETITORS:
+            r = run_stream(c, spark, a, work / "all", work / f"ck-warm-{c}-{i}", a.files, meter)
+            log(f"streaming {c:9s} warm-up run {i + 1}: {r['status']} {r['events_per_s'] or 0:,.0f} ev/s (untimed)")
     for i in range(a.stream_reps):
         for c in COMPETITORS:
             r = run_stream(c, spark, a, work / "all", work / f"ck-{c}-{i}", a.files, meter)
@@ -227,9 +235,14 @@ def run_streaming(spark, a, res, save):
         rs = [r for r in s["runs"] if r["competitor"] == c and r["status"] == "ok"]
         eps = [r["events_per_s"] for r in rs if r["events_per_s"]]
         st = harness.state_quarters(rs[-1]["batches"] if rs else [])
+        sst = harness.state_quarters(rs[-1]["batches"] if rs else [], "state_sst_bytes")
+        flushed = [x.get("state_flushed_bytes") or 0 for r in rs for x in r["batches"] if x["input_rows"] > 0]
         s["cells"][c] = {"events_per_s": eps, "median_events_per_s": harness.median(eps),
                          "state_rows_max": st["max"], "state_rows_q2_mean": st["q2_mean"],
-                         "state_rows_q4_mean": st["q4_mean"], "output_rows": rs[-1]["output_rows"] if rs else None}
+                         "state_rows_q4_mean": st["q4_mean"], "state_sst_bytes_q4_mean": sst["q4_mean"],
+                         "state_flushed_bytes_per_batch": statistics.mean(flushed) if flushed else None,
+                         "own_cpu_s": harness.median([r["own_cpu_s"] for r in rs if r.get("own_cpu_s")]),
+                         "output_rows": rs[-1]["output_rows"] if rs else None}
     w, sp = s["cells"]["windowagg"]["median_events_per_s"], s["cells"]["spark"]["median_events_per_s"]
     s["ratio_windowagg_over_spark_events_per_s"] = (w / sp) if w and sp else None
     save()
@@ -253,9 +266,11 @@ def write(res, tag):
     for r in (res.get("streaming") or {}).get("runs", []):
         for x in r["batches"]:
             bl.append(f"{r['competitor']},{r['kind']},{x['batch']},{x['input_rows']},{x['trigger_ms']},"
-                      f"{x['state_rows']},{x['state_memory_bytes']},{x['output_rows']}")
+                      f"{x['state_rows']},{x['state_memory_bytes']},{x.get('state_sst_bytes', '')},"
+                      f"{x.get('state_flushed_bytes', '')},{x.get('state_commit_ms', '')},{x['output_rows']}")
     harness.write_csv(harness.results_path("sessions", tag, "-batches.csv"),
-                      "competitor,kind,batch,input_rows,trigger_ms,state_rows,state_memory_bytes,output_rows", bl)
+                      "competitor,kind,batch,input_rows,trigger_ms,state_rows,state_memory_bytes,state_sst_bytes,"
+                      "state_flushed_bytes,state_commit_ms,output_rows", bl)
     return j
 
 
