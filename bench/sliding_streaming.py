@@ -17,7 +17,8 @@ per key `k` over windows of size S, in append mode, into the `noop` sink:
 Per run: events per second = events / the sum of the micro-batches' `triggerExecution` durations
 (query progress; no-data batches included), and per micro-batch the state rows
 (`stateOperators[].numRowsTotal`), state memory, output rows and duration. Every competitor first
-runs untimed on the first `--warmup-batches` files (JIT warm-up); then `--reps` timed runs each,
+runs untimed on the first `--warmup-batches` files, then `--warmup-runs` times over all files (JIT
+warm-up); then `--reps` timed runs each,
 interleaved, the median reported. Before each timed run the harness waits for the machine to be
 quiet and records the CPU other processes took during the run (from /proc); runs above
 `--contended` cores are marked.
@@ -96,6 +97,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="events are out of order by up to this many ms (default 500; below the grace, so none is late)")
     p.add_argument("--reps", type=int, help="timed runs per competitor (default 2; quick 1)")
     p.add_argument("--warmup-batches", type=int, default=3, help="files of the untimed warm-up run (default 3)")
+    p.add_argument("--warmup-runs", type=int, default=2,
+                   help="untimed runs of each competitor over all files after that (default 2): the JVM's JIT "
+                        "compiles for seconds per run until about the third")
     p.add_argument("--timeout", type=float, help="seconds before a run is stopped (default 1800; quick 300); "
                                                  "a stopped run still reports the micro-batches it finished")
     p.add_argument("--competitors", default=",".join(COMPETITORS),
@@ -424,7 +428,8 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         if comp in s:
             L.append(f"  | `{comp}` | {LABELS[comp]} (transformWithState) |")
     L.append("")
-    L.append(f"- Each competitor first runs untimed on the first {w['warmup_batches']} files (JIT warm-up); then "
+    warm_runs = f", then {w['warmup_runs']} time(s) over all files" if w.get("warmup_runs") else ""
+    L.append(f"- Each competitor first runs untimed on the first {w['warmup_batches']} files{warm_runs} (JIT warm-up); then "
              f"{res['args']['reps']} timed run(s) each, interleaved, each from a fresh checkpoint; the median is "
              "reported. A run ends when every file is read and the trailing no-data micro-batch (the last "
              "watermark move) is done.")
@@ -574,6 +579,7 @@ def main(argv=None) -> int:
         "workload": {"rows": a.rows, "keys": a.keys, "batches": a.batches, "rows_per_batch": per_batch,
                      "density": a.density, "size_s": a.size, "hop_ms": a.size * 1000 // a.hop_divisor,
                      "grace_s": a.grace, "jitter_ms": a.jitter_ms, "warmup_batches": a.warmup_batches,
+                     "warmup_runs": a.warmup_runs,
                      "event_seconds_per_batch": round(per_batch / (a.keys * a.density), 3)},
         "runs": [],
     })
@@ -592,6 +598,13 @@ def main(argv=None) -> int:
             log(f"{comp:10s} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s processing "
                 f"({r['wall_s']:.1f}s wall)")
             save()
+        for i in range(a.warmup_runs):
+            for comp in a.competitors:
+                r = run_query(comp, spark, a, work / "input", work / f"ck-warmup-{comp}-{i}", len(files), meter)
+                r.update({"kind": "warm-up", "rep": 0})
+                res["runs"].append(r)
+                log(f"{comp:10s} warm-up run {i + 1}: {r['status']} {r['events_per_s'] or 0:,.0f} events/s (untimed)")
+                save()
 
         for rep in range(1, a.reps + 1):
             order = a.competitors if rep % 2 else list(reversed(a.competitors))
