@@ -62,8 +62,8 @@ def parse_args(argv=None):
     p.add_argument("--stream-rows", type=int)
     p.add_argument("--files", type=int, default=20)
     p.add_argument("--warmup-files", type=int, default=3)
-    p.add_argument("--warmup-runs", type=int, default=2,
-                   help="untimed runs of each competitor over all files after the short warm-up (default 2): "
+    p.add_argument("--warmup-runs", type=int,
+                   help="untimed runs of each competitor over all files after the short warm-up (default 2; quick 0): "
                         "the JVM's JIT compiles for seconds per run until about the third")
     p.add_argument("--stream-reps", type=int, default=1)
     p.add_argument("--watermark", default="10 seconds")
@@ -73,7 +73,8 @@ def parse_args(argv=None):
     harness.add_session_args(p, driver_memory="6g", seed=7)
     harness.add_output_args(p, None)
     a = p.parse_args(argv)
-    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(3, 2), stream_rows=(1_000_000, 100_000))
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(3, 2), stream_rows=(1_000_000, 100_000),
+                    warmup_runs=(2, 0))
     if a.quick:
         a.files = min(a.files, 10)
     return a

@@ -18,10 +18,9 @@ Per run: events per second = events / the sum of the micro-batches' `triggerExec
 (query progress; no-data batches included), and per micro-batch the state rows
 (`stateOperators[].numRowsTotal`), state memory, output rows and duration. Every competitor first
 runs untimed on the first `--warmup-batches` files, then `--warmup-runs` times over all files (JIT
-warm-up); then `--reps` timed runs each,
-interleaved, the median reported. Before each timed run the harness waits for the machine to be
-quiet and records the CPU other processes took during the run (from /proc); runs above
-`--contended` cores are marked.
+warm-up); then `--reps` timed runs each, interleaved, the median reported. Before each timed run
+the harness waits for the machine to be quiet and records the CPU other processes took during the
+run (from /proc); runs above `--contended` cores are marked.
 
 With `--profile`, one more windowagg run is recorded with Java Flight Recorder (jcmd on the driver
 JVM; local mode runs the tasks there) and the hottest frames of the executor threads are summed up.
@@ -97,8 +96,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="events are out of order by up to this many ms (default 500; below the grace, so none is late)")
     p.add_argument("--reps", type=int, help="timed runs per competitor (default 2; quick 1)")
     p.add_argument("--warmup-batches", type=int, default=3, help="files of the untimed warm-up run (default 3)")
-    p.add_argument("--warmup-runs", type=int, default=2,
-                   help="untimed runs of each competitor over all files after that (default 2): the JVM's JIT "
+    p.add_argument("--warmup-runs", type=int,
+                   help="untimed runs of each competitor over all files after that (default 2; quick 0): the JVM's JIT "
                         "compiles for seconds per run until about the third")
     p.add_argument("--timeout", type=float, help="seconds before a run is stopped (default 1800; quick 300); "
                                                  "a stopped run still reports the micro-batches it finished")
@@ -116,7 +115,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     harness.add_output_args(p, DOC.name)
     a = p.parse_args(argv)
     harness.defaults(a, rows=(2_000_000, 200_000), keys=(1000, 100), batches=(40, 10), reps=(2, 1),
-                     timeout=(1800.0, 300.0), profile=(True, False))
+                     timeout=(1800.0, 300.0), profile=(True, False), warmup_runs=(2, 0))
     a.competitors = harness.subset(p, a.competitors, COMPETITORS + OPT_IN, "competitor")
     if a.size % a.hop_divisor and (a.size * 1000) % a.hop_divisor:
         p.error("--size must be divisible by --hop-divisor (in milliseconds)")
