@@ -74,7 +74,7 @@ def parse_args(argv=None):
     harness.add_output_args(p, None)
     a = p.parse_args(argv)
     harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(3, 2), stream_rows=(1_000_000, 100_000),
-                    warmup_runs=(2, 0))
+                     warmup_runs=(2, 0))
     if a.quick:
         a.files = min(a.files, 10)
     return a
