@@ -8,7 +8,7 @@
 // compares its class files with the shipped jar's and can run the ScalaTest suites on that Spark.
 
 ThisBuild / organization := "io.windowagg"
-ThisBuild / version := "0.3.0"
+ThisBuild / version := "0.4.0"
 ThisBuild / scalaVersion := "2.13.18"
 ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint", "-release", "17")
 

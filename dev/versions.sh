@@ -1,7 +1,7 @@
 # Pinned versions shared by every script. Spark's Scala artifacts for this line are read from the
 # pinned PySpark distribution (its jars/ folder), so the jar is compiled and tested against exactly
 # the Spark a Python user runs.
-WINDOWAGG_VERSION=0.3.0
+WINDOWAGG_VERSION=0.4.0
 PYSPARK_VERSION=4.3.0
 # The older Spark lines the same jar runs on, each the newest release both on Maven Central (the
 # Spark to compile against for comparison) and on PyPI (the PySpark to test with):

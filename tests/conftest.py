@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The user-defined window kinds of jvm/examples (windowagg.examples.FiscalQuarters, BusinessDays),
 # which test_kinds.py loads by class name as a user's jar given with --jars.
-EXAMPLES_JAR = os.path.join(ROOT, "jvm", "examples", "target", "windowagg-examples-0.3.0.jar")
+EXAMPLES_JAR = os.path.join(ROOT, "jvm", "examples", "target", "windowagg-examples-0.4.0.jar")
 
 
 def examples_jar() -> str:

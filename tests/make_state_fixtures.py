@@ -1,4 +1,4 @@
-"""Writes state fixtures (see state_fixtures.py) with whichever windowagg is importable.
+"""Writes state fixtures (see state_fixtures.py) with whichever windowagg is importable, under its version.
 
     python tests/make_state_fixtures.py sliding session      # e.g. with 0.1.0 on PYTHONPATH and WINDOWAGG_JAR
 
@@ -29,7 +29,7 @@ def main(kinds):
     spark.sparkContext.setLogLevel("ERROR")
     first_half, _ = sf.halves()
     for kind in kinds:
-        out = os.path.join(sf.FIXTURES_DIR, kind)
+        out = os.path.join(sf.FIXTURES_DIR, windowagg.__version__, kind)
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         emitted = sf.run_stream(spark, windowagg, kind, os.path.join(out, "checkpoint"), [first_half])

@@ -1,12 +1,13 @@
 """Checkpoints written by windowagg releases, kept as test fixtures: state must survive upgrades.
 
 A fixture is one streaming query's checkpoint after the first half of its input, the rows that query
-emitted, and which release wrote it (tests/fixtures/state/<kind>/). test_state_fixtures restarts each
-with the release under test on the second half, and checks that the two runs together emit exactly
-the batch result over all rows. ``dev/make-state-fixtures`` writes them: sliding and session windows
-with windowagg 0.1.0 (commit d6ae791), the kinds 0.1.0 lacked with 0.2.0. Any change to a state
-layout ships with a new fixture written by the release before it; a kind whose layout changed since
-its fixture (LAYOUT_CHANGED) must refuse it with a message saying why.
+emitted, and which release wrote it (tests/fixtures/state/<release>/<kind>/). test_state_fixtures
+restarts each with the release under test on the second half, and checks that the two runs together
+emit exactly the batch result over all rows, or, where this release cannot read the fixture's state
+layout version (READS), that the restart is refused with a message saying why.
+``dev/make-state-fixtures`` writes them: sliding and session windows with windowagg 0.1.0, the kinds
+0.1.0 lacked with 0.2.0, and every kind with 0.3.0. Any change to a state layout ships with
+fixtures written by the release before it.
 
 This module is imported both by the tests and by the generator, which may run an older windowagg:
 it uses only what every release's Python package has (``window``, the definition classes).
@@ -25,16 +26,19 @@ WATERMARK = "2 minutes"
 FLUSH_KEY = "~flush"
 START = datetime.datetime(2024, 3, 10, 6, 0, tzinfo=datetime.timezone.utc)  # a DST change in New York
 
-# Kinds whose state layout changed since their fixture was written: (layout, its version in the
-# fixture, the version this release reads). 0.3.0 keeps "partials by time" in blocks of partials,
-# one state entry per block, and "sessions" as one state entry per key.
-LAYOUT_CHANGED = {
-    **{
-        kind: ("partials by time", 1, 2)
-        for kind in ("sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited")
-    },
-    "session": ("sessions", 1, 2),
+# The release before this one: it has a fixture of every kind.
+PREVIOUS_RELEASE = "0.3.0"
+
+# Each kind's state layout, and the versions of each layout this release reads (from, to). 0.3.0
+# wrote "partials by time" 2 (blocks of partials) and "sessions" 2 (one entry per key); 0.1.0 and
+# 0.2.0 wrote version 1 of each. "partials by time" 3 adds rows kept until a window holds them.
+LAYOUTS = {
+    **{kind: "partials by time" for kind in ("sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited")},
+    "session": "sessions",
+    "count": "rows",
+    "duration": "rows",
 }
+READS = {"partials by time": (2, 3), "sessions": (2, 2), "rows": (1, 1)}
 
 # kind: (the definition, from a windowagg module; emission)
 KINDS = {

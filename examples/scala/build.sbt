@@ -6,7 +6,7 @@ scalaVersion := "2.13.18"
 scalacOptions ++= Seq("-deprecation", "-feature", "-Xlint")
 
 libraryDependencies ++= Seq(
-  "io.windowagg" %% "windowagg" % "0.3.0",
+  "io.windowagg" %% "windowagg" % "0.4.0",
   // Spark's encoders need Scala's reflection, at the build's own Scala version
   "org.scala-lang" % "scala-reflect" % scalaVersion.value)
 

@@ -9,7 +9,7 @@ from windowagg import _jvm
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 #: The class to list in ``spark.sql.extensions`` to enable windowagg's SQL functions and planning.
 EXTENSION_CLASS = "windowagg.spark.WindowAggExtensions"

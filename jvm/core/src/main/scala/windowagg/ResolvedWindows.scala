@@ -54,6 +54,15 @@ trait ResolvedWindows extends Serializable {
   /** The last tick of the latest window that can hold a record at `time` (one it `holds`): once the watermark passes it, the record is late. */
   def closesAt(time: Long): Long
 
+  /**
+   * The last tick of a window that holds a record at `time` whatever other records come. A record
+   * arriving behind it but not late joins only windows still open, and only other records can make
+   * those exist (a sliding window's right windows): streaming keeps such a record until every window
+   * that could hold it is final, and routes it as in no window if none did. Kinds whose windows exist
+   * by their definition alone hold every record in its latest window.
+   */
+  def certainlyHeldUntil(time: Long): Long = closesAt(time)
+
   /** The oldest partial time that a window whose last tick is at or after `from` can hold. */
   def oldestNeeded(from: Long): Long = saturatingAdd(from, -maxSpan)
 

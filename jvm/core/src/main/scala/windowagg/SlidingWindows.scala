@@ -64,6 +64,8 @@ object SlidingWindows extends WindowSpec.Reader {
       new SlidingWindowSweep[P](sizeTicks, partials.map(p => Timed(p.time, p.partial)), agg)
     /** Even [t, t + size], the last window that can hold t, has ended. */
     override def closesAt(time: Long): Long = saturatingAdd(time, sizeTicks)
+    /** A record's own left window [t − size, t] always exists; its other windows need later records. */
+    override def certainlyHeldUntil(time: Long): Long = time
     /** A right window starting at from − size belongs to the time just before it. */
     override def oldestNeeded(from: Long): Long = saturatingAdd(saturatingAdd(from, -sizeTicks), -1)
     /** A new time also makes the right window starting just after it. */

@@ -19,7 +19,7 @@ import org.apache.spark.sql.types.{BinaryType, DataType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{MergingWindows, RowWindows}
-import windowagg.core.{OpenSession, SessionMerging, WindowFinality}
+import windowagg.core.{OpenSession, SessionMerging}
 
 /**
  * A streaming aggregation's rows merged before the shuffle, in each partition of a micro-batch, so
@@ -28,9 +28,10 @@ import windowagg.core.{OpenSession, SessionMerging, WindowFinality}
  *    the run so far), shuffled as one row per run: its first and last time, reach and partial;
  *  - kinds swept over partials ([[WindowProcessor]]): a key's rows merge into one partial per
  *    partial time (a slice, or each distinct time for sliding windows), shuffled as one row per key.
- * Only rows that cannot be late merge: their windows stay open past the micro-batch's watermark.
- * Other rows (and rows with a null time, or in no window) pass through packed, since only the
- * processor's state can tell whether they are late, and a late row is emitted whole.
+ * Only rows that cannot be late and are certain to be in a window merge: a window holding them
+ * stays open past the micro-batch's watermark. Other rows (and rows with a null time, or in no
+ * window) pass through packed, since only the processor's state can tell whether they are late or
+ * end in no window, and such a row is emitted whole.
  *
  * The child's output is the row's values (the spec's value attributes, in order), then the grouping
  * keys. Output: the keys, `packed` (a passed row's values, packed by [[PackedRow]]; empty for a
@@ -149,7 +150,6 @@ private final class MergingIterator(spec: StreamingWindowSpec, keys: Seq[Attribu
   Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => TaskTools.giveBack(tools)))
   private val aggregates = tools.aggregates
   private val windows = spec.windows
-  private val finality = new WindowFinality(windows)
   private val sessions = windows.isInstanceOf[MergingWindows]
   private lazy val merging = new SessionMerging[InternalRow](aggregates)
   private val readTime = spec.timeColumn.reader(spec.timeOrdinal)
@@ -209,10 +209,10 @@ private final class MergingIterator(spec: StreamingWindowSpec, keys: Seq[Attribu
   }
 
   // sessions: a row after the watermark bridges no closed session (each reached below the watermark
-  // when it closed); other kinds: the row is in a window that is open at the watermark
+  // when it closed); other kinds: the row is certainly in a window that is open at the watermark
   private def onTime(t: Long): Boolean =
     if (sessions) t > watermark
-    else windows.holds(windows.partialTime(t)) && !finality.isLate(t, watermark)
+    else windows.holds(windows.partialTime(t)) && windows.certainlyHeldUntil(t) >= watermark
 
   private def takeMerged(): Iterator[InternalRow] = {
     val taken = byKey

@@ -14,15 +14,28 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
 import org.apache.spark.sql.streaming.OutputMode
 
-/** A streaming processor's state layout, named, and its version. */
-final case class StateLayout(name: String, version: Int)
+/**
+ * A streaming processor's state layout, named, and its version; it also reads the versions from
+ * `readsFrom` on (earlier ones whose every entry reads as this version's), so their checkpoints restart.
+ */
+final case class StateLayout(name: String, version: Int, readsFrom: Int) {
+  require(readsFrom <= version)
+}
+
+object StateLayout {
+  def apply(name: String, version: Int): StateLayout = StateLayout(name, version, version)
+}
 
 /**
  * What one streaming windowed aggregation keeps in its checkpoint: the processor's state layout
  * and its version, and what the query computes into that state (window, keys, time, aggregates,
  * emission), as named text fields so a difference can be said in words.
  */
-final case class StateRecord(layout: String, version: Int, fields: Seq[(String, String)]) {
+final case class StateRecord(layout: String, version: Int, fields: Seq[(String, String)], readsFrom: Option[Int] = None) {
+  /** Whether this release's record can take over state written as `old` (the same layout, a version it reads). */
+  def reads(old: StateRecord): Boolean =
+    old.layout == layout && old.version <= version && old.version >= readsFrom.getOrElse(version)
+
   def field(name: String): Option[String] = fields.collectFirst { case (`name`, v) => v }
 }
 
@@ -94,7 +107,9 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
     recorded match {
       case Some(old) if hasRun =>
         refuseDifferences(root, old, records, "")
-      case Some(old) if old == records =>
+        // an earlier version this release reads is written as this release's version from now on
+        if (old.map(_.version) != records.map(_.version)) write(fs, file, records)
+      case Some(old) if old == records.map(_.copy(readsFrom = None)) =>
       case None if hasRun =>
         // written before records were kept (0.1.0): its state is each layout's first version
         refuseDifferences(root, records.map(r => r.copy(version = FirstVersion)), records, " by windowagg 0.1.0")
@@ -108,7 +123,7 @@ object StreamingStartCheck {
   private def refuseDifferences(root: String, old: Seq[StateRecord], now: Seq[StateRecord], writtenBy: String): Unit = {
     val problems = differences(old, now)
     if (problems.nonEmpty) {
-      val sameQuery = differences(old.map(_.copy(version = 0)), now.map(_.copy(version = 0))).isEmpty
+      val sameQuery = differences(old.map(_.copy(version = 0)), now.map(_.copy(version = 0, readsFrom = None))).isEmpty
       val message =
         if (sameQuery) {
           s"the checkpoint $root holds windowed-aggregation state written$writtenBy in a layout this release cannot read " +
@@ -147,9 +162,10 @@ object StreamingStartCheck {
         val which = if (old.length > 1) s"windowed aggregation ${i + 1}: " else ""
         if (o.layout != n.layout) {
           Seq(s"${which}its state is '${o.layout}', the query's is '${n.layout}'")
-        } else if (o.version != n.version) {
+        } else if (!n.reads(o)) {
+          val reads = n.readsFrom.filter(_ < n.version).fold(s"version ${n.version} only")(from => s"versions $from to ${n.version} only")
           Seq(s"${which}its '${o.layout}' state is version ${o.version}, and this release of windowagg " +
-            s"(${WindowAggVersion.current}) reads version ${n.version} only, with no conversion between them")
+            s"(${WindowAggVersion.current}) reads $reads, with no conversion between them")
         } else {
           (o.fields.map(_._1) ++ n.fields.map(_._1)).distinct.flatMap { name =>
             val (before, after) = (o.field(name), n.field(name))

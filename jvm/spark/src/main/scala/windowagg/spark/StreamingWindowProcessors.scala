@@ -144,7 +144,8 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
   protected def stateLayout: StateLayout
 
   /** What the checkpoint records about this aggregation's state, checked on restart ([[StreamingStartCheck]]). */
-  def stateRecord: StateRecord = StateRecord(stateLayout.name, stateLayout.version, spec.description)
+  def stateRecord: StateRecord =
+    StateRecord(stateLayout.name, stateLayout.version, spec.description, Some(stateLayout.readsFrom))
 
   def emitsUpdates: Boolean = spec.emitUpdates
 
@@ -271,7 +272,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
  * swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar, unlimited,
  * user-defined).
  *
- * State per key, two entries in steady state: [[PartialBlocks]] (one partial aggregate per partial
+ * State per key, two entries in steady state: `PartialBlocks` (one partial aggregate per partial
  * time, a distinct time or the kind's slice, in blocks of partials kept as UnsafeRow bytes), and the
  * key's [[WindowProcessor.Progress]]: the point `finalBefore` below which every window is final, the
  * one event-time timer (at the last tick of the next window to become final) and the blocks' keys.
@@ -282,7 +283,7 @@ abstract class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulP
  */
 final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProcessor(spec) {
   import StreamingWindowSpec._
-  import WindowProcessor.Progress
+  import WindowProcessor.{PendingRow, Progress}
 
   @transient private var blockState: MapState[Long, Array[Byte]] = _
   @transient private var progressState: ValueState[Array[Byte]] = _
@@ -314,12 +315,17 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
         val partialTime = spec.windows.partialTime(t)
         if (!spec.windows.holds(partialTime)) out += lateRow(keyRow, value, ReasonNoWindow)
         else if (finality.isLate(t, watermark)) out += lateRow(keyRow, value, ReasonLate)
-        else aggregates.update(fresh.getOrElseUpdate(partialTime, aggregates.newEmpty()), value)
+        else {
+          aggregates.update(fresh.getOrElseUpdate(partialTime, aggregates.newEmpty()), value)
+          // only later rows can make a window hold it: kept until every window that could is final
+          if (spec.windows.certainlyHeldUntil(t) < watermark) progress.pending :+= PendingRow(t, value.copy().asInstanceOf[UnsafeRow].getBytes)
+        }
       }
-    // partials merged before the shuffle ([[MergeBeforeShuffle]]) hold only rows that cannot be late
+    // partials merged before the shuffle ([[MergeBeforeShuffle]]) hold only rows certain to be in a window
     def takePartials(bytes: Array[Byte]): Unit = MergeBeforeShuffle.decodePartials(bytes, aggregates) { (time, partial) =>
-      if (finality.isLate(time, watermark)) {
-        throw new IllegalStateException(s"rows at $time were merged before the shuffle as on time, but the watermark is $watermark")
+      if (spec.windows.certainlyHeldUntil(time) < watermark) {
+        throw new IllegalStateException(s"rows at $time were merged before the shuffle as certain to be in a window, " +
+          s"but the watermark is $watermark")
       }
       fresh.getOrNull(time) match {
         case null => fresh.update(time, partial)
@@ -358,9 +364,10 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
   }
 
   /**
-   * Emits (in final mode) the windows ending in [finalBefore, watermark), drops blocks no open
-   * window needs, and returns the end of the next window to become final. The key's timer says
-   * when that is, so the blocks are read only if a window is due.
+   * Emits (in final mode) the windows ending in [finalBefore, watermark), routes the pending rows
+   * that no window held once every window that could is final, drops blocks no open window needs,
+   * and returns the end of the next window to become final (or the time a pending row is settled).
+   * The key's timer says when that is, so the blocks are read only if a window is due.
    */
   private def finalizeUpTo(keyRow: InternalRow, watermark: Long, progress: Progress, blocks: PartialBlocks,
       out: mutable.ArrayBuffer[Array[Byte]]): Option[Long] = {
@@ -374,11 +381,19 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
     }
     val next = finality.windowsEndingIn(blocks.from(finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
       if (!spec.emitUpdates) out += windowRow(keyRow, s, e, p)
+      if (progress.pending.nonEmpty) {
+        val last = spec.windows.lastTick(e)
+        progress.pending = progress.pending.filterNot(r => s <= r.time && r.time <= last)
+      }
     }
     progress.finalBefore = watermark
+    val (settled, waiting) = progress.pending.partition(r => spec.windows.closesAt(r.time) < watermark)
+    settled.foreach(r => out += lateRow(keyRow, r.value(spec.valueAttributes.length), ReasonNoWindow))
+    progress.pending = waiting
     // With no window left to close, the partials wait only for rows that could still join them:
     // none once the latest one is late, so the key's state goes (its timer is set for then).
-    val wakeUp = next.orElse(blocks.lastTime.map(spec.windows.closesAt).filter(_ >= watermark))
+    val wakeUp = (next ++ waiting.map(r => spec.windows.closesAt(r.time))).minOption
+      .orElse(blocks.lastTime.map(spec.windows.closesAt).filter(_ >= watermark))
     if (wakeUp.isEmpty) blocks.clear() else blocks.dropBefore(finality.oldestNeeded(watermark))
     wakeUp
   }
@@ -400,25 +415,48 @@ final class WindowProcessor(spec: StreamingWindowSpec) extends KeyedWindowProces
 
   // one read: get() is null for a key without state, where exists() and get() would read twice
   private def readProgress(): Progress = Option(progressState.get()).map(Progress.decode)
-    .getOrElse(new Progress(Long.MinValue, Progress.NoTimer, Array.emptyLongArray))
+    .getOrElse(new Progress(Long.MinValue, Progress.NoTimer, Array.emptyLongArray, Vector.empty))
 }
 
 object WindowProcessor {
   /**
    * Per key: partials in blocks by their first time (UnsafeRow bytes), and the key's progress (the
-   * point below which windows are final, its timer, the blocks' keys). Version 1 (0.1.0, 0.2.0)
-   * kept one state entry per partial time and separate `finalBefore` and timer entries.
+   * point below which windows are final, its timer, the blocks' keys, its pending rows). Version 1
+   * (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and timer
+   * entries; version 2 (0.3.0) had no pending rows, so it reads as version 3 with none.
    */
-  val Layout: StateLayout = StateLayout("partials by time", 2)
+  val Layout: StateLayout = StateLayout("partials by time", 3, readsFrom = 2)
 
-  /** A key's progress, kept as one state entry read and written once per micro-batch. */
-  final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long]) {
+  /** A row kept whole until it is known whether some window holds it (`certainlyHeldUntil`). */
+  final case class PendingRow(time: Long, bytes: Array[Byte]) {
+    def value(fields: Int): UnsafeRow = {
+      val row = new UnsafeRow(fields)
+      row.pointTo(bytes, bytes.length)
+      row
+    }
+  }
+
+  /**
+   * A key's progress, kept as one state entry read and written once per micro-batch: `finalBefore`,
+   * the timer and the block starts (8 bytes each); with pending rows, then each one's time, length
+   * and bytes, padded to 8 bytes, and the number of block starts (4 bytes), so that its length is
+   * never a multiple of 8, as it is without them (all of version 2).
+   */
+  final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long], var pending: Vector[PendingRow]) {
     def timer: Option[Long] = if (timerMs == Progress.NoTimer) None else Some(timerMs)
 
-    def encode: Array[Byte] = {
+    def encode: Array[Byte] = if (pending.isEmpty) {
       val out = java.nio.ByteBuffer.allocate(16 + 8 * blockStarts.length)
       out.putLong(finalBefore).putLong(timerMs)
       blockStarts.foreach(out.putLong)
+      out.array()
+    } else {
+      val pendingBytes = pending.map(12 + _.bytes.length).sum
+      val out = java.nio.ByteBuffer.allocate(16 + 8 * blockStarts.length + ((pendingBytes + 7) & ~7) + 4)
+      out.putLong(finalBefore).putLong(timerMs)
+      blockStarts.foreach(out.putLong)
+      pending.foreach(r => out.putLong(r.time).putInt(r.bytes.length).put(r.bytes))
+      out.putInt(out.capacity() - 4, blockStarts.length)
       out.array()
     }
   }
@@ -430,7 +468,20 @@ object WindowProcessor {
       val in = java.nio.ByteBuffer.wrap(bytes)
       val finalBefore = in.getLong()
       val timerMs = in.getLong()
-      new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()))
+      if (bytes.length % 8 == 0) { // version 2
+        new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()), Vector.empty)
+      } else {
+        val starts = Array.fill(in.getInt(bytes.length - 4))(in.getLong())
+        val pending = Vector.newBuilder[PendingRow]
+        // a pending row takes at least 12 bytes, more than the padding
+        while (bytes.length - 4 - in.position() >= 12) {
+          val time = in.getLong()
+          val row = new Array[Byte](in.getInt())
+          in.get(row)
+          pending += PendingRow(time, row)
+        }
+        new Progress(finalBefore, timerMs, starts, pending.result())
+      }
     }
   }
 }

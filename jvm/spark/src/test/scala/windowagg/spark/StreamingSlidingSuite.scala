@@ -81,6 +81,37 @@ class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
     } finally query.stop()
   }
 
+  test("a row behind the watermark that no later row joins in a window is routed as in no window") {
+    import spark.implicits._
+    for (emit <- Seq("final", "updates")) {
+      val input = MemoryStream[(String, Timestamp, Long)](spark)
+      val stream = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "5 minutes")
+      val windows = stream.groupBy(col("k"), window(col("ts"), SlidingWindows.of("10 minutes"), Map("lateRows" -> "emit", "emit" -> emit)))
+        .agg(sum("v").as("s"))
+      val name = s"lone_row_$emit"
+      val query = windows.writeStream.format("memory").queryName(name).outputMode(if (emit == "final") "append" else "update").start()
+      try {
+        input.addData(("b", ts(1000), 1L)) // watermark -> 700 s
+        query.processAllAvailable()
+        // behind the watermark, not late (its right window could still form): it waits
+        input.addData(("a", ts(690), 2L), ("c", ts(680), 4L), ("c", ts(1000), 8L))
+        query.processAllAvailable()
+        input.addData(("b", ts(3000), 16L)) // every window of a's row is final: none holds it
+        query.processAllAvailable()
+        input.addData(("b", ts(4000), 32L))
+        query.processAllAvailable()
+        val out = spark.table(name)
+        val routed = out.where(col("late_reason").isNotNull).collect()
+        assert(routed.map(r => (r.getAs[String]("k"), r.getAs[String]("late_reason"), r.getAs[Row]("late_row").getAs[Long]("v"))).toSeq ==
+          Seq(("a", "no window", 2L)), emit)
+        // c's row at 680 s is in [400 s, 1000 s], the left window of its later row
+        assert(out.where(col("k") === "c" && col("late_reason").isNull).collect().exists(_.getAs[Long]("s") == 12L), emit)
+        val metrics = query.recentProgress.flatMap(p => Option(p.observedMetrics.get("windowagg")))
+        assert(metrics.map(_.getAs[Long]("unwindowed_rows")).sum == 1L && metrics.map(_.getAs[Long]("late_rows")).sum == 0L, emit)
+      } finally query.stop()
+    }
+  }
+
   test("update mode emits the current value of every window a micro-batch changed") {
     import spark.implicits._
     val input = MemoryStream[(String, Timestamp, Long)](spark)

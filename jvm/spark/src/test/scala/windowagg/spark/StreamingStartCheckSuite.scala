@@ -142,7 +142,20 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     Files.delete(sliding.resolve("windowagg").resolve("state.json"))
     val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(sliding)))
     assert(message.contains("its 'partials by time' state is version 1"), message)
-    assert(message.contains("reads version 2 only"), message)
+    assert(message.contains("reads versions 2 to 3 only"), message)
+  }
+
+  test("state of an earlier version this release reads restarts, and is recorded as this release's version") {
+    val checkpoint = Files.createTempDirectory("windowagg-earlier")
+    val input = newInput()
+    runOnce(windowed(input, SlidingWindows.of("10 seconds")), input, checkpoint)
+    val file = checkpoint.resolve("windowagg").resolve("state.json")
+    val record = Files.readString(file)
+    assert(record.contains("\"version\" : 3"), record)
+    Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
+    Files.writeString(file, record.replace("\"version\" : 3", "\"version\" : 2")) // as 0.3.0 wrote it
+    start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(checkpoint)).stop()
+    assert(Files.readString(file).contains("\"version\" : 3"))
   }
 
   test("differences are said per aggregation when a query has several") {

@@ -46,11 +46,11 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), 10 * minute),
     // Storm's windows; count windows break ties by v, as the brute force orders rows
     Kind("count: every row (Storm's Count(5))", CountWindows.of(5).tieBreak("v"), 10 * minute),
-    Kind("count: every 3 rows", CountWindows.of(7).slide(3).tieBreak("v"), 10 * minute, oneRowMakesAWindow = false),
-    Kind("count: tumbling", CountWindows.tumbling(4).tieBreak("v"), 10 * minute, oneRowMakesAWindow = false),
+    Kind("count: every 3 rows", CountWindows.of(7).slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
+    Kind("count: tumbling", CountWindows.tumbling(4).tieBreak("v"), 10 * minute, evaluatedEveryRows = 4),
     Kind("count: every 20 seconds", CountWindows.of(5).every("20 seconds").tieBreak("v"), 10 * minute),
     Kind("duration: trailing per row", DurationWindows.of("30 seconds"), 10 * minute),
-    Kind("duration: every 3 rows", DurationWindows.of("30 seconds").slide(3).tieBreak("v"), 10 * minute, oneRowMakesAWindow = false),
+    Kind("duration: every 3 rows", DurationWindows.of("30 seconds").slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
     Kind("duration: every 20 seconds", DurationWindows.of("1 minute").every("20 seconds"), 10 * minute),
     Kind("duration: tumbling", DurationWindows.tumbling("1 minute"), 10 * minute))
 
@@ -192,6 +192,93 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     }
   }
 
+  /**
+   * Rows with ids, some with a null time, for the accounting tests: `(id, key, time or null, value)`,
+   * times drawn as in `events`.
+   */
+  private def identified(kind: Kind, seed: Long, n: Int): Seq[(Long, String, Option[Long], Long)] = {
+    val rnd = new Random(seed)
+    events(kind, seed, n).zipWithIndex.map { case ((k, t, v), i) =>
+      (i.toLong, k, if (rnd.nextInt(20) == 0) None else Some(t + kind.spanSeconds * 1000000L), v)
+    }
+  }
+
+  /** The ids of the rows in the windows of `windows` (any number of times each). */
+  private def windowedIds(windows: Seq[Row]): Set[Long] =
+    windows.flatMap(_.getAs[scala.collection.Seq[Long]]("ids")).toSet
+
+  for (kind <- kinds) {
+    test(s"${kind.name}: batch accounts for every row: in a window, or counted as null time or in no window") {
+      import spark.implicits._
+      for (seed <- 1 to 2) {
+        val rows = identified(kind, seed, 200)
+        val df = rows.toDF("id", "k", "t", "v").select(col("id"), col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+        val windows = df.groupBy(col("k"), window(col("ts"), kind.definition)).agg(collect_list("id").as("ids"))
+        val inWindows = windowedIds(windows.collect().toSeq)
+        val m = windowagg.functions.metrics(windows)
+        val left = Seq("nullTimeRows", "invalidGapRows", "unwindowedRows").map(m.get(_).longValue).sum
+        assert(m.get("inputRows") == rows.length.toLong, s"seed $seed")
+        assert(m.get("nullTimeRows") == rows.count(_._3.isEmpty).toLong, s"seed $seed")
+        assert(inWindows.size + left == rows.length, s"seed $seed: ${inWindows.size} rows in windows, $left left out: $m")
+      }
+    }
+
+    test(s"${kind.name}: streaming accounts for every row under random arrival: in a window, or routed with its reason") {
+      import spark.implicits._
+      val mode = if (kind.finalInStreaming) OutputMode.Append() else OutputMode.Update()
+      // one random arrival per kind (seeded by the kind), to keep the suite's time in bounds
+      for (seed <- Seq(kinds.indexOf(kind) + 1)) {
+        val rows = identified(kind, seed + 10, 150)
+        val input = MemoryStream[(Long, String, Option[Long], Long)](spark)
+        // a watermark a tenth of the times' span behind: arriving in random order, many rows are late
+        // or arrive behind the watermark while some of their windows are open
+        val stream = input.toDF().toDF("id", "k", "t", "v")
+          .select(col("id"), col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+          .withWatermark("ts", s"${kind.spanSeconds / 10} seconds")
+        val options = Map("lateRows" -> "emit") ++ (if (kind.finalInStreaming) Map.empty else Map("emit" -> "updates"))
+        val name = s"accounting_${kinds.indexOf(kind)}_$seed"
+        val query = stream.groupBy(col("k"), window(col("ts"), kind.definition, options)).agg(collect_list("id").as("ids"))
+          .writeStream.format("memory").queryName(name).outputMode(mode).start()
+        try {
+          val rnd = new Random(seed)
+          val shuffled = rnd.shuffle(rows)
+          val cuts = (Seq(0, shuffled.length) ++ Seq.fill(3)(rnd.nextInt(shuffled.length))).distinct.sorted
+          cuts.zip(cuts.tail).foreach { case (a, b) =>
+            input.addData(shuffled.slice(a, b))
+            query.processAllAvailable()
+          }
+          val far = kind.spanSeconds * 1000000L * 20
+          input.addData(Seq((-1L, "flush", Some(far), 0L)))
+          query.processAllAvailable()
+          input.addData(Seq((-2L, "flush", Some(far * 2), 0L)))
+          query.processAllAvailable()
+          val (out, flush) = spark.table(name).collect().toSeq.partition(_.getAs[String]("k") != "flush")
+          val (routed, windows) = out.partition(_.getAs[String]("late_reason") != null)
+          val inWindows = windowedIds(windows)
+          // count windows evaluated every n rows keep a key's rows since its last evaluation for the next
+          // one (duration windows let them go once no later evaluation can reach back to them)
+          val routedIds = routed.flatMap(r => Option(r.getAs[Row]("late_row")).map(_.getAs[Long]("id")))
+          val waiting = if (!kind.definition.isInstanceOf[CountWindows]) 0 else {
+            rows.filter(r => r._3.isDefined && !routedIds.contains(r._1)).groupBy(_._2).values
+              .map(_.length % kind.evaluatedEveryRows).sum
+          }
+          assert(routedIds.toSet.intersect(inWindows).isEmpty, s"seed $seed: rows both in a window and routed")
+          assert(routedIds.distinct.length == routedIds.length, s"seed $seed: a row routed twice")
+          assert(inWindows.size + routed.length + waiting == rows.length,
+            s"seed $seed: ${inWindows.size} rows in windows, $waiting waiting and ${routed.length} routed " +
+              s"(${routed.groupBy(_.getAs[String]("late_reason")).map { case (r, rs) => s"$r: ${rs.length}" }.mkString(", ")}) " +
+              s"of ${rows.length}")
+          val observed = query.recentProgress.flatMap(p => Option(p.observedMetrics.get("windowagg")))
+          def count(field: String) = observed.map(_.getAs[Long](field)).sum
+          def reason(r: String) = (routed ++ flush).count(_.getAs[String]("late_reason") == r).toLong
+          assert(count("late_rows") == reason("late") && count("null_time_rows") == reason("null time") &&
+            count("invalid_gap_rows") == reason("invalid gap") && count("unwindowed_rows") == reason("no window"))
+          assert(routed.count(_.getAs[String]("late_reason") == "null time") == rows.count(_._3.isEmpty))
+        } finally query.stop()
+      }
+    }
+  }
+
   test("rows in no window are counted in batch and routed with reason 'no window' in streaming") {
     import spark.implicits._
     val minuteMicros = 60000000L
@@ -232,10 +319,12 @@ object WindowKindConformanceSuite {
 
   /**
    * A kind to check; `finalInStreaming` is false for windows that never close (checked with
-   * emit=updates), `oneRowMakesAWindow` false for kinds evaluated only every few rows.
+   * emit=updates), `evaluatedEveryRows` the rows between evaluations for kinds evaluated every few rows.
    */
   final case class Kind(name: String, definition: WindowDefinition, spanSeconds: Long, finalInStreaming: Boolean = true,
-      oneRowMakesAWindow: Boolean = true)
+      evaluatedEveryRows: Int = 1) {
+    def oneRowMakesAWindow: Boolean = evaluatedEveryRows == 1
+  }
   /** A window of the results; kinds cut at rows may give one window more than once. */
   final case class Out(k: String, start: Long, end: Long, sum: Long, count: Long, values: Vector[Long]) {
     def order: (String, Long, Long, Long, Long, String) = (k, start, end, sum, count, values.mkString(","))
