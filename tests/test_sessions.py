@@ -35,14 +35,16 @@ def test_sessions_are_first_to_last_with_an_inclusive_gap(clicks):
     }
 
 
-def test_sessions_equal_spark_session_window_one_tick_wider(clicks):
-    ours = clicks.groupBy("user", window("ts", SessionWindows.withInactivityGap(datetime.timedelta(seconds=6)))).agg(
+def test_sessions_equal_spark_session_window_with_the_same_gap(clicks):
+    # u1's clicks at 0, 5 and 10 s are exactly one gap apart: one session in both
+    ours = clicks.groupBy("user", window("ts", SessionWindows.withInactivityGap(datetime.timedelta(seconds=5)))).agg(
         F.count("*").alias("n"), F.sum("amount").alias("total")
     )
-    theirs = clicks.groupBy("user", F.session_window("ts", "6000001 microseconds").alias("w")).agg(
+    theirs = clicks.groupBy("user", F.session_window("ts", "5 seconds").alias("w")).agg(
         F.count("*").alias("n"), F.sum("amount").alias("total"), F.max("ts").alias("last")
     ).select("user", F.col("w.start").alias("start"), F.col("last").alias("end"), "n", "total")
     assert sessions(ours) == {(r["user"], r["start"].second, r["end"].second, r["n"], r["total"]) for r in theirs.collect()}
+    assert ("u1", 0, 10, 3, 15) in sessions(ours)
 
 
 def test_dynamic_gap_and_invalid_gaps_are_counted(spark):

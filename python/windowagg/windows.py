@@ -899,7 +899,9 @@ class DurationWindows(_StormWindows):
     'duration 20 seconds every 10 seconds lag 5 seconds'
 
     A window reports ``start = end - length`` (exclusive) and ``end`` (inclusive), as Storm does;
-    a window per row is what Spark's ``RANGE`` frame ``(t - length, t]`` gives each row. A window
+    a window per row, ``(t - length, t]``, is what Spark's ``RANGE BETWEEN`` frame of ``length`` minus
+    one tick ``PRECEDING AND CURRENT ROW`` gives each row (a frame of ``length PRECEDING`` is
+    ``[t - length, t]``, one tick more). A window
     holds every row at its end time. With a slide in rows, rows are counted in order of time,
     then of the tie-break column, then of the values the aggregates read; rows in no window (when
     m rows span more than the length, or a slide longer than the length) are counted, not

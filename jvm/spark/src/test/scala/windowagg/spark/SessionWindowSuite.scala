@@ -19,7 +19,7 @@ class SessionWindowSuite extends AnyFunSuite with SparkSessionFixture {
     val data = (0 until rows).map { _ =>
       // bursts with gaps: sessions of varying length, equal times, and exact-gap distances
       Row(s"k${rnd.nextInt(4)}", new Timestamp(rnd.nextInt(400).toLong * 5000L), Long.box(rnd.nextInt(50).toLong),
-        Long.box(1L + rnd.nextInt(4) * 5000000L))
+        Long.box((1L + rnd.nextInt(4)) * 5000000L))
     }
     val schema = StructType(Seq(StructField("k", StringType), StructField("ts", TimestampType),
       StructField("v", LongType), StructField("gap_us", LongType)))
@@ -37,8 +37,8 @@ class SessionWindowSuite extends AnyFunSuite with SparkSessionFixture {
       val ours = df.groupBy(col("k"), window(col("ts"), SessionWindows.withInactivityGap(s"$gapSeconds seconds")))
         .agg(aggs.head, aggs.tail: _*)
         .select(col("k"), col("window.start"), col("window.end"), col("s"), col("n"), col("m"), col("l"))
-      // Spark merges records less than its gap apart; ours at most the gap apart (inclusive): one tick more
-      val spark_ = df.groupBy(col("k"), session_window(col("ts"), s"${gapSeconds * 1000000 + 1} microseconds").as("w"))
+      // both merge records at most the gap apart: times are multiples of 5 s, so many pairs are exactly a gap apart
+      val spark_ = df.groupBy(col("k"), session_window(col("ts"), s"$gapSeconds seconds").as("w"))
         .agg((aggs :+ max("ts").as("last")).head, (aggs :+ max("ts").as("last")).tail: _*)
         .select(col("k"), col("w.start"), col("last").as("end"), col("s"), col("n"), col("m"), col("l"))
       assert(sorted(ours) == sorted(spark_), s"seed $seed")
@@ -50,8 +50,8 @@ class SessionWindowSuite extends AnyFunSuite with SparkSessionFixture {
     val ours = df.groupBy(col("k"), window(col("ts"), SessionWindows.withDynamicGap("gap")))
       .agg(aggs.head, aggs.tail: _*)
       .select(col("k"), col("window.start"), col("window.end"), col("s"), col("n"), col("m"), col("l"))
-    // Spark's dynamic gap is a CalendarInterval; one tick more, as above
-    val theirs = df.groupBy(col("k"), session_window(col("ts"), expr("make_interval(0, 0, 0, 0, 0, 0, gap_us / 1000000 + 0.000001)")).as("w"))
+    // Spark's dynamic gap is a CalendarInterval of the same length
+    val theirs = df.groupBy(col("k"), session_window(col("ts"), expr("make_interval(0, 0, 0, 0, 0, 0, gap_us / 1000000)")).as("w"))
       .agg((aggs :+ max("ts").as("last")).head, (aggs :+ max("ts").as("last")).tail: _*)
       .select(col("k"), col("w.start"), col("last").as("end"), col("s"), col("n"), col("m"), col("l"))
     assert(sorted(ours) == sorted(theirs))
