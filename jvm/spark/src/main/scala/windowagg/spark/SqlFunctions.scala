@@ -130,10 +130,16 @@ object SqlFunctions {
           val reason = Option(e.getMessage).flatMap(_.linesIterator.map(_.trim).find(_.nonEmpty)).getOrElse(e.toString)
           throw WindowAggException(WindowAggError.INVALID_QUERY, s"cannot parse the aggregate list '$text': $reason; $hint", e)
       }
-    plan match {
+    val list = plan match {
       case Project(list, _: OneRowRelation) if list.nonEmpty => list
       case _ => throw WindowAggException(WindowAggError.INVALID_QUERY, s"the aggregate list '$text' must be a plain list of expressions; $hint")
     }
+    // SQL reads `count(1) AS` as count(1) named "AS": a name left out, never a name meant
+    list.collectFirst { case a: Alias if a.name.equalsIgnoreCase("as") =>
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
+        s"the aggregate list '$text' has AS with no name after it (after ${a.child.sql}); $hint")
+    }
+    list
   }
 
   private def slidingWindows(size: Expression, function: String): WindowDefinition =

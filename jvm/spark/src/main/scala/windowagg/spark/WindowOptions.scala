@@ -29,9 +29,10 @@ object WindowOptions {
 
   /** Options from name/value pairs (names as in `Keys`, case-insensitive); errors name the bad one. */
   def from(pairs: Iterable[(String, String)]): WindowOptions = pairs.foldLeft(WindowOptions()) {
-    case (o, (k, v)) =>
+    case (o, (key, v)) =>
+      val k = Option(key).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, "a window option's name must not be null"))
       val value = Option(v).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, s"window option '$k' must not be null"))
-      k.trim.toLowerCase(Locale.ROOT) match {
+      k.toLowerCase(Locale.ROOT) match {
         case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
         case "emit" =>
           val e = value.toLowerCase(Locale.ROOT)
