@@ -67,5 +67,15 @@ def _readme_links_from_docs(app, relative_path, parent_docname, content):
     content[0] = _README_LINK.sub(from_docs, content[0])
 
 
+# Each window class's snake_case method names are the same methods (WindowDefinition says so once).
+_ALIASES = {alias for cls in vars(windowagg).values() if isinstance(cls, type) and issubclass(cls, windowagg.WindowDefinition)
+            for alias in cls._aliases}
+
+
+def _skip_snake_case_aliases(app, what, name, obj, skip, options):
+    return True if name in _ALIASES else None
+
+
 def setup(app):
     app.connect("include-read", _readme_links_from_docs)
+    app.connect("autodoc-skip-member", _skip_snake_case_aliases)

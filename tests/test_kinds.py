@@ -19,7 +19,18 @@ import brute_force as bf
 import helpers as h
 import streaming_support as ss
 import windowagg
-from windowagg import CumulativeWindows, CustomWindows, SessionWindows, SlidingWindows, TimeWindows, window
+from windowagg import (
+    CalendarWindows,
+    CountWindows,
+    CumulativeWindows,
+    CustomWindows,
+    DurationWindows,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    UnlimitedWindows,
+    window,
+)
 from windowagg import windows as windows_module
 
 # the streaming fixture (session settings for short micro-batches) and query helpers
@@ -159,6 +170,42 @@ def test_builders_return_new_definitions(spark):
     assert custom.grace("1 day").grace_period == "1 day" and custom.grace_period is None
     for definition in (tumbling, hopping, shifted, cumulative, custom):
         assert isinstance(definition, windowagg.WindowDefinition)
+
+
+def test_snake_case_names_are_the_same_methods(spark):
+    assert SessionWindows.with_inactivity_gap("5 minutes").spec == SessionWindows.withInactivityGap("5 minutes").spec
+    assert SessionWindows.with_dynamic_gap("g").spec == "session gap column g"
+    hopping = TimeWindows.of("1 hour").advance_by("10 minutes").with_offset("1 minute")
+    assert hopping.spec == TimeWindows.of("1 hour").advanceBy("10 minutes").withOffset("1 minute").spec
+    assert CumulativeWindows.of("1 hour", "1 day").with_offset("1 hour").spec == "cumulative 1 hour up to 1 day offset 1 hour"
+    assert CalendarWindows.months(3).advance_by(1).in_zone("UTC").spec == "calendar 3 months every 1 in 'UTC'"
+    assert UnlimitedWindows.of().start_on(5).spec == "unlimited starting 5"
+    assert CountWindows.of(3).tie_break("seq").spec == "count 3 rows tie break seq"
+    assert DurationWindows.of(10).tie_break("seq").spec == "duration 10 tie break seq"
+    # one method under two names
+    assert TimeWindows.advance_by is TimeWindows.advanceBy
+    assert TimeWindows.__dict__["advance_by"] is TimeWindows.__dict__["advanceBy"]
+
+
+@pytest.mark.parametrize("attribute, owner, suggestion", [
+    (lambda: SessionWindows.withInactivityGapp, "SessionWindows", "withInactivityGap"),
+    (lambda: SessionWindows.with_inactivty_gap, "SessionWindows", "with_inactivity_gap"),
+    (lambda: TimeWindows.of("1 hour").advanced_by, "TimeWindows", "advance_by"),
+    (lambda: TimeWindows.of("1 hour").advanceBY, "TimeWindows", "advanceBy"),
+    (lambda: CalendarWindows.month, "CalendarWindows", "months"),
+    (lambda: CountWindows.of(3).tiebreak, "CountWindows", "tie_break"),
+    (lambda: SlidingWindows.of(3).grace_periods, "SlidingWindows", "grace_period"),
+])
+def test_an_unknown_attribute_names_the_closest(attribute, owner, suggestion):
+    with pytest.raises(AttributeError) as error:
+        attribute()
+    assert str(error.value).startswith(f"{owner} has no attribute")
+    assert str(error.value).endswith(f"did you mean '{suggestion}'?")
+
+
+def test_an_unknown_attribute_far_from_every_name_names_none():
+    with pytest.raises(AttributeError, match=r"^SlidingWindows has no attribute 'xyzzy'$"):
+        SlidingWindows.of(3).xyzzy
 
 
 def test_custom_parameters_are_strings_in_a_java_map(spark):

@@ -2,8 +2,9 @@
 
 import datetime
 import decimal
+import difflib
 import re
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from windowagg import _jvm
 
@@ -14,14 +15,72 @@ _LONG_MIN = -(2**63)
 _LONG_MAX = 2**63 - 1
 
 
-class WindowDefinition:
+def _snake_case(name: str) -> str:
+    """``withInactivityGap`` -> ``with_inactivity_gap``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _no_attribute(owner: str, name: str, names: Any) -> AttributeError:
+    """An AttributeError naming the closest public name, in the user's own style (snake_case or not)."""
+    squashed: Dict[str, List[str]] = {}
+    for n in sorted({n for n in names if not n.startswith("_")}):
+        squashed.setdefault(n.replace("_", "").lower(), []).append(n)
+    close = difflib.get_close_matches(name.replace("_", "").lower(), list(squashed), n=1, cutoff=0.6)
+    candidates = squashed[close[0]] if close else []
+    in_style = [c for c in candidates if ("_" in c or c.islower()) == ("_" in name or name.islower())]
+    hint = f"; did you mean '{(in_style or candidates)[0]}'?" if candidates else ""
+    return AttributeError(f"{owner} has no attribute '{name}'{hint}")
+
+
+class _DefinitionType(type):
+    """The window classes' type: a misspelt factory (``SessionWindows.withInactivityGapp``) names the closest."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise _no_attribute(cls.__name__, name, dir(cls))
+
+
+class WindowDefinition(metaclass=_DefinitionType):
     """A window definition: which windows exist for the records of one key.
 
     Instances hold the JVM ``windowagg.WindowDefinition`` they stand for; pass them to
     :func:`windowagg.window`. Build them with the factories of the concrete kinds, such as
     :meth:`SlidingWindows.of`, :meth:`TimeWindows.of`, :meth:`CumulativeWindows.of`,
     :meth:`CountWindows.of` or :meth:`CustomWindows.of`.
+
+    Methods keep the names of Kafka Streams and the JVM API (``withInactivityGap``, ``advanceBy``,
+    ``inZone``), and each also answers to its snake_case form (``with_inactivity_gap``,
+    ``advance_by``, ``in_zone``, ``with_offset``, ``start_on``, ``tie_break``, ``with_dynamic_gap``):
+    the same method under a second name. A name that is neither says which is closest:
+
+    >>> windowagg.SessionWindows.with_inactivity_gap("5 minutes").spec
+    'session gap 5 minutes'
+    >>> windowagg.TimeWindows.of("1 hour").advance_by("10 minutes").spec
+    'hopping 1 hour every 10 minutes'
+    >>> windowagg.TimeWindows.of("1 hour").advanced_by("10 minutes")
+    Traceback (most recent call last):
+    ...
+    AttributeError: TimeWindows has no attribute 'advanced_by'; did you mean 'advance_by'?
     """
+
+    #: The snake_case names of the methods of each window class, to their names (e.g.
+    #: ``{"advance_by": "advanceBy"}``).
+    _aliases: Dict[str, str] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._aliases = dict(cls._aliases)
+        for name, member in list(vars(cls).items()):
+            alias = _snake_case(name)
+            if not name.startswith("_") and alias != name and alias not in vars(cls):
+                setattr(cls, alias, member)
+                cls._aliases[alias] = name
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise _no_attribute(type(self).__name__, name, dir(self))
 
     def __init__(self, description: str, build: Callable[[Any], Any], spec: Callable[[], str]) -> None:
         self._description = description
