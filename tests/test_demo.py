@@ -31,8 +31,10 @@ def test_batch_demo_writes_every_users_sliding_windows(spark, tmp_path):
     out = str(tmp_path / "demo")
     printed = run_demo("--users", str(USERS), "--events", str(EVENTS), "--out", out)
     assert f"{EVENTS} clicks of {USERS} users ->" in printed
+    assert "the window, both ends included" in printed  # the columns are described
+    assert os.path.getsize(os.path.join(out, "busiest-users.png")) > 10_000
 
-    windows = spark.read.parquet(out)
+    windows = spark.read.parquet(os.path.join(out, "windows"))
     clicks = generate_clicks(spark, USERS, EVENTS)
     frame = Window.partitionBy("user_id").orderBy("event_time").rangeBetween(-600_000_000, 0)
     micros = clicks.withColumn("event_time", F.unix_micros("event_time"))
@@ -63,5 +65,7 @@ def test_streaming_demo_writes_final_windows_and_late_clicks_apart(tmp_path):
         "--streaming", "--users", "10", "--events", "800", "--files", "4", "--land-every", "0", "--out", out
     )
     assert "800 clicks read in" in printed
-    assert "final windows written:" in printed
+    assert "Final windows written:" in printed
+    assert "Clicks routed aside, by late_reason:" in printed
     assert os.listdir(os.path.join(out, "windows"))
+    assert os.path.getsize(os.path.join(out, "micro-batches.png")) > 10_000

@@ -5,9 +5,11 @@ Run it with ``python -m windowagg.demo [--users N] [--events N] [--out DIR]``. I
 1. generates a deterministic (seeded) clickstream in local Spark: users visit in sessions of a few
    clicks each, busy users visit more often, every click has a page and a dwell time, and clicks
    arrive out of order (a few seconds of delay, now and then minutes);
-2. computes, per user, KIP-450 sliding windows of 10 minutes: clicks, total and maximum dwell, and
-   distinct pages;
-3. prints the busiest windows and writes all windows to Parquet under ``--out``.
+2. computes, per user, sliding windows of 10 minutes (Kafka Streams' KIP-450: one ending at each
+   click and one starting just after each click): clicks, total and maximum dwell, and distinct pages;
+3. prints the busiest windows, writes all windows to Parquet (``windows/`` under ``--out``, default
+   ``out/demo``) and draws the five busiest users' clicks per window over the day
+   (``busiest-users.png``, with matplotlib).
 
 With ``--streaming`` the same clickstream is cut by arrival time into files (``--files``) that land
 one by one in a folder, read as a stream (one file per micro-batch). The 10-minute windows are
@@ -16,7 +18,8 @@ click; each window is written once, when final, and clicks that arrive after all
 are final are written aside with the reason. In this mode the 1% of delayed clicks arrive up to
 30 minutes late (``--max-delay-minutes``) instead of 10, so that some of them miss their windows.
 Outputs, under ``--out`` (default ``out/demo-stream``): ``windows/`` and ``late/`` (Parquet, one
-folder per micro-batch), ``checkpoint/`` and ``landing/`` (the input files).
+folder per micro-batch), ``micro-batches.png`` (clicks read, windows emitted and late clicks per
+micro-batch, with matplotlib), ``checkpoint/`` and ``landing/`` (the input files).
 
 With ``--kafka`` the clicks go through Kafka instead (``dev/demo --kafka`` starts a broker on
 loopback and passes ``--bootstrap-servers`` and ``--kafka-jars``, Spark's Kafka connector): they are
@@ -35,6 +38,22 @@ import shutil
 import threading
 import time
 from typing import Dict, List, Optional
+
+# Why a click is routed aside (late_reason), printed with the counts.
+LATE_REASONS = {
+    "late": "every window that could hold the click was final when it arrived",
+    "no window": "it arrived behind the watermark, after its own window was final, and no later click "
+    "made a window that holds it",
+}
+
+# What the windows' columns hold, printed with them.
+WINDOW_COLUMNS = [
+    ("user_id", "the user"),
+    ("window_start, window_end", "the window, both ends included: 10 minutes ending at a click, or starting 1 µs after one"),
+    ("clicks", "the user's clicks in the window"),
+    ("total_dwell_ms, max_dwell_ms", "the total and the longest time spent on a page, over those clicks"),
+    ("distinct_pages", "how many different pages those clicks were on"),
+]
 
 PAGES = [
     "/",
@@ -210,8 +229,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.files < 1 or args.max_delay_minutes < 0 or args.land_every < 0:
             parser.error("--files must be positive, --max-delay-minutes and --land-every not negative")
         return _run_streaming(args)
-    if args.out is None:
-        args.out = os.path.join("out", "demo")
     return _run_batch(args)
 
 
@@ -235,14 +252,17 @@ def _run_batch(args: argparse.Namespace) -> int:
     try:
         clicks = generate_clicks(spark, args.users, args.events, args.seed)
         windows = sliding_activity(clicks)
-        out = os.path.abspath(args.out)
-        windows.write.mode("overwrite").parquet(out)
+        out = os.path.abspath(args.out or os.path.join("out", "demo"))
+        path = os.path.join(out, "windows")
+        windows.write.mode("overwrite").parquet(path)
 
-        written = spark.read.parquet(out)
+        written = spark.read.parquet(path)
         count = written.count()
         print(f"{args.events} clicks of {args.users} users -> {count} sliding windows of 10 minutes per user")
-        print("The busiest window of each of the 10 busiest users (windows include both ends; a start")
-        print("1 µs after a click is the window that begins right after that click):")
+        print("Their columns:")
+        for columns, meaning in WINDOW_COLUMNS:
+            print(f"  {columns:30s} {meaning}")
+        print("The busiest window of each of the 10 busiest users:")
         busiest_first = [F.desc("clicks"), F.desc("total_dwell_ms"), F.asc("window_start")]
         rank = F.row_number().over(Window.partitionBy("user_id").orderBy(*busiest_first))
         (
@@ -252,10 +272,66 @@ def _run_batch(args: argparse.Namespace) -> int:
             .orderBy(*busiest_first, "user_id")
             .show(10, truncate=False)
         )
-        print(f"Wrote the windows as Parquet to {out} ({time.time() - began:.1f} s)")
+        print(f"Wrote the windows as Parquet to {path}")
+        chart = _chart_busiest_users(clicks, written, os.path.join(out, "busiest-users.png"))
+        if chart:
+            print(f"Drew the five busiest users' clicks per window over the day: {chart}")
+        print(f"Done in {time.time() - began:.1f} s")
     finally:
         spark.stop()
     return 0
+
+
+def _pyplot():
+    """matplotlib's pyplot drawing to files, or None (with a line saying so) when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("(no chart: matplotlib is not installed; dev/demo installs it, or pip install matplotlib)")
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _chart_busiest_users(clicks, windows, png: str) -> Optional[str]:
+    """A step chart of the clicks in each window (by its end) of the five users with the most clicks."""
+    from pyspark.sql import functions as F
+
+    plt = _pyplot()
+    if plt is None:
+        return None
+    busiest = [
+        r["user_id"] for r in clicks.groupBy("user_id").count().orderBy(F.desc("count"), "user_id").limit(5).collect()
+    ]
+    rows = (
+        windows.where(F.col("user_id").isin(busiest))
+        .select("user_id", "window_end", "clicks")
+        .orderBy("user_id", "window_end")
+        .collect()
+    )
+    figure, axes = plt.subplots(len(busiest), 1, figsize=(10, 1.4 + 1.3 * len(busiest)), sharex=True, squeeze=False)
+    for row, user in zip(axes[:, 0], busiest):
+        ends, counts = [], []
+        for r in rows:
+            if r["user_id"] != user:
+                continue
+            if ends and (r["window_end"] - ends[-1]).total_seconds() > 600:
+                ends.append(ends[-1])  # idle for longer than a window: break the line
+                counts.append(float("nan"))
+            ends.append(r["window_end"])
+            counts.append(r["clicks"])
+        row.step(ends, counts, where="post", linewidth=1)
+        row.set_ylabel(user, rotation=0, ha="right", va="center", fontsize="small")
+        row.set_ylim(bottom=0)
+    axes[0, 0].set_title("Clicks in each 10-minute sliding window, by its end: the five busiest users")
+    axes[-1, 0].set_xlabel("window end (UTC)")
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    figure.savefig(png, dpi=110)
+    plt.close(figure)
+    return png
 
 
 # ----------------------------------------------------------------------------------- streaming
@@ -429,7 +505,7 @@ def _run_streaming(args: argparse.Namespace) -> int:
         query = None
 
         print(f"Streamed the {len(staged)} files in {time.time() - streaming_began:.1f} s")
-        _print_streaming_summary(spark, paths, progress, began)
+        _print_streaming_summary(spark, paths, progress, began, os.path.join(out, "micro-batches.png"))
     finally:
         stop.set()
         if query is not None:
@@ -439,11 +515,11 @@ def _run_streaming(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_streaming_summary(spark, paths: Dict[str, str], progress, began: float) -> None:
+def _print_streaming_summary(spark, paths: Dict[str, str], progress, began: float, png: str) -> None:
     from pyspark.sql import functions as F
 
     data_batches = [p for p in progress if p["numInputRows"] > 0]
-    observed = {"late_rows": 0, "null_time_rows": 0}
+    observed = {"late_rows": 0, "null_time_rows": 0, "unwindowed_rows": 0}
     for p in progress:
         metrics = (p.get("observedMetrics") or {}).get("windowagg")
         if metrics is not None:
@@ -462,14 +538,23 @@ def _print_streaming_summary(spark, paths: Dict[str, str], progress, began: floa
         + (f" (and {only_watermark} without data, moving the watermark)" if only_watermark else "")
         + f"; last watermark {watermark}"
     )
-    print(f"final windows written: {window_count} -> {paths['windows']}")
-    print(f"late rows written: {sum(by_reason.values())} {by_reason or ''} -> {paths['late']}")
-    print(f"observed metrics 'windowagg' over the run: {observed}")
+    print(f"Final windows written: {window_count} -> {paths['windows']}; their columns:")
+    for columns, meaning in WINDOW_COLUMNS:
+        print(f"  {columns:30s} {meaning}")
+    reasons = ", ".join(f"{count} {reason!r}" for reason, count in sorted(by_reason.items())) or "none"
+    print(f"Clicks routed aside, by late_reason: {reasons} -> {paths['late']}")
+    for reason, meaning in LATE_REASONS.items():
+        if reason in by_reason:
+            print(f"  {reason!r:12s} {meaning}")
+    print(
+        "Observed metrics 'windowagg' over the run (counted even when not written aside): "
+        + ", ".join(f"{name} {count}" for name, count in observed.items())
+    )
     if state_rows:
-        print(f"state rows after each micro-batch: max {max(state_rows)}, at the end {state_rows[-1]}")
+        print(f"State rows after each micro-batch: max {max(state_rows)}, at the end {state_rows[-1]}")
     print("Windows ending after the last watermark stay open: later clicks would make them final.")
     if by_reason:
-        print("A few late clicks (every window that could hold them was final when they arrived):")
+        print("The first clicks routed aside, with how long after their event time they arrived:")
         (
             late.select(
                 "late_reason",
@@ -483,7 +568,37 @@ def _print_streaming_summary(spark, paths: Dict[str, str], progress, began: floa
             .orderBy("arrival_time", "user_id")
             .show(5, truncate=False)
         )
+    chart = _chart_micro_batches(progress, windows, late, png)
+    if chart:
+        print(f"Drew the clicks read, windows emitted and late clicks of each micro-batch: {chart}")
     print(f"Done in {time.time() - began:.1f} s")
+
+
+def _chart_micro_batches(progress, windows, late, png: str) -> Optional[str]:
+    """Per micro-batch: the clicks it read, the final windows it emitted and the late clicks it routed aside."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    read = {p["batchId"]: p["numInputRows"] for p in progress}
+    emitted = {r["batch"]: r["count"] for r in windows.groupBy("batch").count().collect()}
+    routed = {r["batch"]: r["count"] for r in late.groupBy("batch").count().collect()}
+    batches = sorted(read)
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
+    top.bar([b - 0.2 for b in batches], [read[b] for b in batches], width=0.4, label="clicks read")
+    top.bar([b + 0.2 for b in batches], [emitted.get(b, 0) for b in batches], width=0.4, label="final windows emitted")
+    top.set_ylabel("rows")
+    top.legend(loc="upper left", fontsize="small")
+    top.set_title("Each micro-batch: clicks in, final windows out, late clicks aside")
+    top.set_xticks(batches)
+    bottom.bar(batches, [routed.get(b, 0) for b in batches], width=0.6, color="tab:red",
+               label="clicks routed aside (late, or in no window)")
+    bottom.set_ylabel("clicks aside")
+    bottom.set_xlabel("micro-batch (the last ones only move the watermark)")
+    bottom.legend(loc="upper left", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(png, dpi=110)
+    plt.close(figure)
+    return png
 
 
 # ----------------------------------------------------------------------------------- Kafka
