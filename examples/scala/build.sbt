@@ -12,7 +12,7 @@ libraryDependencies ++= Seq(
 
 // the manual's own window kind (windowagg.examples.FiscalQuarters), a user's jar of their own: the
 // main build's examples/package makes it
-Compile / unmanagedJars += Attributed.blank(file("../../jvm/examples/target/windowagg-examples-0.3.0.jar"))
+Compile / unmanagedJars += Attributed.blank(file("../../jvm/examples/target/windowagg-examples-0.4.0.jar"))
 
 Compile / unmanagedJars ++= {
   val dir = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
