@@ -14,6 +14,7 @@ it uses only what every release's Python package has (``window``, the definition
 """
 
 import datetime
+import glob
 import json
 import os
 import random
@@ -52,6 +53,34 @@ KINDS = {
     "duration": (lambda w: w.DurationWindows.of("30 seconds").every("10 seconds"), "final"),
     "unlimited": (lambda w: w.UnlimitedWindows.of(), "updates"),
 }
+
+
+def relocate(checkpoint):
+    """Points a copied checkpoint's operator metadata at its own state schema files.
+
+    Spark records them by absolute path (``stateSchemaFilePaths`` in ``state/<op>/_metadata/v2``), as
+    they were where the fixture was written; a copy elsewhere must name its own.
+    """
+    root = os.path.abspath(checkpoint)
+    for metadata_dir in glob.glob(os.path.join(root, "state", "*", "_metadata", "v2")):
+        for name in os.listdir(metadata_dir):
+            path = os.path.join(metadata_dir, name)
+            if name.startswith(".") or not os.path.isfile(path):
+                continue
+            with open(path) as f:
+                version, body = f.read().split("\n", 1)
+            data = json.loads(body)
+            for store in data.get("stateStoreInfo", []):
+                store["stateSchemaFilePaths"] = [
+                    "file:" + os.path.join(root, "state", p.split("/checkpoint/state/", 1)[1])
+                    for p in store.get("stateSchemaFilePaths", [])
+                ]
+            with open(path, "w") as f:
+                f.write(version + "\n" + json.dumps(data, separators=(",", ":")))
+            # Hadoop's local file system checks a file against its .crc sibling: the edit has none
+            crc = os.path.join(metadata_dir, f".{name}.crc")
+            if os.path.exists(crc):
+                os.remove(crc)
 
 
 def halves():

@@ -45,6 +45,7 @@ def test_a_checkpoint_of_an_earlier_release_restarts_or_is_refused_saying_why(sp
         first = [tuple(r) for r in json.load(f)]
     checkpoint = str(tmp_path / "checkpoint")
     shutil.copytree(os.path.join(fixture, "checkpoint"), checkpoint)
+    sf.relocate(checkpoint)
 
     layout = sf.LAYOUTS[kind]
     version = recorded_version(checkpoint, layout)
