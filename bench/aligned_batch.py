@@ -11,6 +11,9 @@ no Python classes for the new kinds. Sections (cells of one section share one ca
                 windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
                 windowagg_tvf  SELECT * FROM window_agg(TABLE(src) PARTITION BY k ORDER BY (ts), ...)
                 spark          groupBy(k, window(ts, '1 hour', '10 seconds'))   (360 copies per row)
+  hopping_dense  the same windows over an input with 100 rows per key and 10-second slice (--dense-rows)
+                windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
+                spark          groupBy(k, window(ts, '1 hour', '10 seconds'))
   tumbling    'tumbling 1 minute', same input
                 windowagg      groupBy(k, windows(ts, 'tumbling 1 minute'))
                 spark          groupBy(k, window(ts, '1 minute'))
@@ -42,8 +45,9 @@ against date_trunc of the local time converted back to UTC, the same way.
 
 Per cell: one untimed warm-up run, then --reps timed runs, median (one timed run when the warm-up
 took over --long-run s); a run over --timeout s is cancelled and reported as "> timeout". Each run
-records wall time, own CPU (Python + driver JVM) and the CPU other processes took (/proc); runs
-where others took more than --contended cores are marked contended.
+records wall time, own CPU (Python + driver JVM), the CPU other processes took (/proc) and the bytes
+its stages wrote to the shuffle (Spark's task metrics); runs where others took more than --contended
+cores are marked contended.
 
 Run from the repository root:   bench/run-aligned --quick     (~200k rows, a few minutes)
                                 bench/run-aligned             (full: 2M rows; see bench/README.md)
@@ -69,7 +73,7 @@ from harness import log, ratio  # noqa: E402
 DOC = report.DOCS / "benchmarks-aligned.md"
 IMG = report.DOCS / "img" / "aligned_batch.png"
 NOTES = BENCH_DIR / "aligned_batch_notes.md"
-SECTIONS = ["hopping", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
+SECTIONS = ["hopping", "hopping_dense", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s, so no window boundary coincides with the first event
 BASE_MS = 1_699_920_000_000 + 1_234_567
 
@@ -90,6 +94,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rows", type=int, help="rows of the hopping/tumbling input (default 2,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="keys of the hopping/tumbling input (default 100; quick 10)")
     p.add_argument("--hours", type=float, default=4.0, help="time span of each key in the hopping/tumbling input (4)")
+    p.add_argument("--dense-rows", type=int,
+                   help="rows of the dense hopping input, 100 per key and 10-second slice (default: --rows)")
     p.add_argument("--cum-rows", type=int, help="rows of the cumulative input (default: --rows)")
     p.add_argument("--cum-keys", type=int, help="keys of the cumulative input (default: --keys)")
     p.add_argument("--cum-days", type=float, default=4.0, help="time span of each key in the cumulative input (4)")
@@ -123,6 +129,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                      cal_keys=(100, 5), sliding_rows=(4_000_000, 200_000), sliding_keys=(1000, 50),
                      session_rows=(4_000_000, 200_000), session_keys=(1000, 100), reps=(3, 2),
                      timeout=(300.0, 120.0), hop_timeout=(900.0, 120.0))
+    a.dense_rows = a.dense_rows or a.rows
     a.cum_rows = a.cum_rows or a.rows
     a.cum_keys = a.cum_keys or a.keys
     a.hop_sub_keys = a.hop_sub_keys or max(1, a.keys // 10)
@@ -325,6 +332,29 @@ def main(argv=None) -> int:
         hsub.unpersist()
         cell(sec, "spark", lambda: q_spark_window(aligned, "1 hour", "10 seconds"), timeout=a.hop_timeout)
 
+    if "hopping_dense" in a.sections:
+        # 100 rows per key in every 10-second slice: 10 per second, spread over as many slices as that takes
+        span = a.dense_rows / a.keys / 10.0
+        dense, info = harness.cache_input(aligned_input(spark, a.dense_rows, a.keys, span, a.seed + 30, a.shuffle_partitions),
+                                          "dense hopping")
+        res["dense_input"] = {**info, "span_s_per_key": span, "rows_per_key": a.dense_rows // a.keys,
+                              "rows_per_slice_per_key": 100}
+        sec = section("hopping_dense", f"Hopping 1 hour every 10 seconds, 100 rows per key and slice ({a.dense_rows:,} rows, "
+                                       f"{a.keys} keys, {span / 60:g} minutes)", spec=HOP_SPEC, input="dense")
+        sec["plan_windowagg"] = harness.plan_of(q_windows(dense, HOP_SPEC))
+        if a.check:
+            from pyspark.sql import functions as F
+            t0 = time.perf_counter()
+            sub = dense.where(F.col("k") < a.hop_check_keys)
+            sec["check_keys"] = a.hop_check_keys
+            sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
+            sec["check_s"] = round(time.perf_counter() - t0, 1)
+            log(f"dense hopping check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
+            save()
+        cell(sec, "windowagg", lambda: q_windows(dense, HOP_SPEC))
+        cell(sec, "spark", lambda: q_spark_window(dense, "1 hour", "10 seconds"), timeout=a.hop_timeout)
+        dense.unpersist()
+
     if "tumbling" in a.sections:
         sec = section("tumbling", f"Tumbling 1 minute ({a.rows:,} rows, {a.keys} keys, {a.hours:g} h)",
                       spec=TUMBLE_SPEC, input="aligned")
@@ -446,16 +476,19 @@ RATIOS = [
     ("hopping", "spark", "windowagg", "Spark window() ÷ windowagg, whole input (target ≥ 50×)"),
     ("hopping", "spark_sub", "windowagg_sub", "Spark window() ÷ windowagg, key subset"),
     ("hopping", "windowagg_tvf", "windowagg", "window_agg table ÷ windows() groupBy"),
-    ("tumbling", "windowagg", "spark", "windowagg ÷ Spark window() (target ≤ 1.2×)"),
+    ("hopping_dense", "spark", "windowagg", "Spark window() ÷ windowagg, 100 rows per key and slice (target ≥ 50×)"),
+    ("tumbling", "windowagg", "spark", "windowagg ÷ Spark window() (target ≤ 1.0×)"),
     ("tumbling", "sort_floor", "spark", "shuffle+sort floor ÷ Spark window()"),
     ("tumbling", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
     ("cumulative", "spark_union24", "windowagg", "union of 24 ÷ windowagg"),
-    ("cumulative", "spark_hourly_running", "windowagg", "hourly + running sum ÷ windowagg"),
-    ("calendar", "windowagg", "spark_date_trunc", "windowagg ÷ Spark date_trunc('month') (target ≤ 1.2×)"),
+    ("cumulative", "windowagg", "spark_hourly_running", "windowagg ÷ hourly + running sum (target ≤ 1.0×)"),
+    ("calendar", "windowagg", "spark_date_trunc", "windowagg ÷ Spark date_trunc('month')"),
+    ("calendar", "windowagg_zone", "spark_date_trunc", "windowagg America/New_York months ÷ Spark date_trunc('month') "
+                                                      "(target ≤ 1.1×)"),
     ("calendar", "sort_floor", "spark_date_trunc", "shuffle+sort floor ÷ Spark date_trunc('month')"),
     ("calendar", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
     ("calendar", "windowagg_zone", "windowagg", "America/New_York months ÷ UTC months (zone arithmetic)"),
-    ("sliding", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
+    ("sliding", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor (target ≤ 1.3×)"),
     ("sessions", "windowagg", "spark", "windowagg ÷ Spark session_window (published 0.68×)"),
 ]
 
@@ -465,6 +498,8 @@ LABELS = {
     ("hopping", "spark"): "Spark window(ts, '1 hour', '10 seconds')",
     ("hopping", "windowagg_sub"): "windowagg windows() groupBy, key subset",
     ("hopping", "spark_sub"): "Spark window(ts, '1 hour', '10 seconds'), key subset",
+    ("hopping_dense", "windowagg"): "windowagg windows() groupBy",
+    ("hopping_dense", "spark"): "Spark window(ts, '1 hour', '10 seconds')",
     ("tumbling", "windowagg"): "windowagg windows() groupBy",
     ("tumbling", "spark"): "Spark window(ts, '1 minute')",
     ("tumbling", "sort_floor"): "shuffle + sort floor",
@@ -628,6 +663,10 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
                  f"{ai['rows_per_key']:,} events spread evenly over {ai['span_s_per_key'] / 3600:g} hours "
                  f"({ai['rows_per_second_per_key']:.2f} per second per key, random millisecond times), `v` double; "
                  f"ts {ai['ts_min']} .. {ai['ts_max']}. Aggregates: `sum(v)`, `count(1)`, `avg(v)`.")
+    di = res.get("dense_input")
+    if di:
+        L.append(f"- Dense hopping input: {di['rows']:,} rows, {di['keys']} keys, each key's {di['rows_per_key']:,} "
+                 f"events over {di['span_s_per_key'] / 60:g} minutes: 100 per key in every 10-second slice.")
     ci = res.get("cumulative_input")
     if ci:
         L.append(f"- Cumulative input: {ci['rows']:,} rows, {ci['keys']} keys, each key's {ci['rows_per_key']:,} "
@@ -649,10 +688,11 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
                  "keys, sessions of 50 rows on average, gap 30 s.")
     L += ["", "## Results", "", "Median wall time and median own CPU time per cell, seconds; other processes' CPU "
           "(median over the timed runs, in cores of 2).", ""]
-    L += report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "others (cores)",
-                       "contended runs"], "llrrrrr", [
+    L += report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "shuffled (MB)", "others (cores)",
+                       "contended runs"], "llrrrrrr", [
         [s, LABELS.get((s, comp), comp), report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
          report.fmt_num(ratio(c.get("median_cpu_s"), c.get("median_s")), ".2f"),
+         report.fmt_num(c["shuffle_bytes"] / 1e6 if c.get("shuffle_bytes") is not None else None, ".1f"),
          report.fmt_num(c.get("median_foreign_cores"), ".2f"), f"{c.get('contended_runs', 0)} of {len(c['times_s'])}"]
         for s in SECTIONS if s in res["sections"] for comp, c in res["sections"][s]["cells"].items()])
     L += ["", "## Ratios", ""]
@@ -663,6 +703,7 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     L += ["", "Both directions for the windowagg-vs-Spark cells:", ""]
     both = []
     for s, wa, sp in [("hopping", "windowagg", "spark"), ("hopping", "windowagg_sub", "spark_sub"),
+                      ("hopping_dense", "windowagg", "spark"),
                       ("tumbling", "windowagg", "spark"), ("cumulative", "windowagg", "spark_union24"),
                       ("cumulative", "windowagg", "spark_hourly_running"), ("calendar", "windowagg", "spark_date_trunc"),
                       ("sessions", "windowagg", "spark")]:
@@ -681,13 +722,13 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
              "check_hourly_running": "Spark hourly + running SUM (in the windowagg column) vs the union of 24: "
                                      "not the same window set, it lacks the windows after a period's last event",
              "check_zone": "windowagg America/New_York months vs Spark `date_trunc` of the local time, back to UTC"}
-    for s in ("hopping", "tumbling", "cumulative", "calendar"):
+    for s in ("hopping", "hopping_dense", "tumbling", "cumulative", "calendar"):
         sec = res["sections"].get(s)
         for k in ("check", "check_tvf", "check_hourly_running", "check_zone"):
             if sec and k in sec:
                 ck = sec[k]
                 what = names[k] + (f" (keys k < {sec['check_keys']}: Spark's side is slow)"
-                                   if s == "hopping" and sec.get("check_keys") else "")
+                                   if s.startswith("hopping") and sec.get("check_keys") else "")
                 if s == "calendar" and k == "check":
                     what = "windowagg UTC months vs Spark `date_trunc('month', ts)` (end = start + 1 month)"
                 checks.append([s, what, f"{ck['windowagg_rows']:,}", f"{ck['spark_rows']:,}",

@@ -526,7 +526,22 @@ class Runner:
             for k in (conf or {}):
                 sconf.unset(k)
             self.sc.setLocalProperty("spark.jobGroup.id", None)
-        return {"status": status, "seconds": elapsed, "foreign_cpu": c["foreign_cpu_s"], "own_cpu": c["own_cpu_s"]}
+        return {"status": status, "seconds": elapsed, "foreign_cpu": c["foreign_cpu_s"], "own_cpu": c["own_cpu_s"],
+                "shuffle_bytes": self.shuffle_bytes(group)}
+
+    def shuffle_bytes(self, group: str) -> int | None:
+        """Bytes the stages of a job group wrote to the shuffle (Spark's task metrics, as its UI shows
+        them): what a cluster's network and disks carry between a query's stages."""
+        try:
+            store = self.sc._jsc.sc().statusStore()
+            stages = set()
+            for job in store.jobsList(None):
+                if job.jobGroup().isDefined() and job.jobGroup().get() == group:
+                    stages.update(int(s) for s in job.stageIds())
+            return sum(int(st.shuffleWriteBytes()) for st in store.stageList(None) if int(st.stageId()) in stages)
+        except Exception as e:  # a Spark whose status store reads differently: the figure is missing, not wrong
+            log(f"shuffle bytes unavailable: {e}")
+            return None
 
 
 def measure(runner: Runner, label: str, make_df: Callable[[], object], *, reps: int, long_run: float = 60.0,
@@ -541,7 +556,7 @@ def measure(runner: Runner, label: str, make_df: Callable[[], object], *, reps: 
     With long_warmup_is_timed, a warm-up longer than `long_run` s is itself the cell's one timed run
     (JIT warm-up is a negligible share of such a run; this halves the cost of very slow cells)."""
     timeout = runner.timeout if timeout is None else timeout
-    cell = {"label": label, "times_s": [], "cpu_s": [], "foreign_cores": [], "warmup_s": None,
+    cell = {"label": label, "times_s": [], "cpu_s": [], "foreign_cores": [], "shuffle_bytes": None, "warmup_s": None,
             "median_s": None, "median_cpu_s": None, "median_foreign_cores": None,
             "status": None, "note": None, "contended_runs": 0, "max_foreign_cores": None,
             "timeout_s": timeout}
@@ -574,6 +589,7 @@ def measure(runner: Runner, label: str, make_df: Callable[[], object], *, reps: 
             return r
 
     w = one("warm-up")
+    cell["shuffle_bytes"] = w.get("shuffle_bytes")  # the same in every run of a query
     cell["warmup_s"] = w["seconds"]
     cell["warmup_cpu_s"] = w["own_cpu"]
     cell["warmup_foreign_cores"] = w["foreign_cores"]

@@ -136,7 +136,8 @@ object CalendarWindows extends WindowSpec.Reader {
     digits.toIntOption.getOrElse(throw WindowError(s"'$text': $digits units is too many"))
 
   private final case class Slice(from: Long, until: Long, closes: Long)
-  private val NoSlice = Slice(0L, 0L, 0L)
+  /** Slices a resolved definition remembers (a day's slices for 11 years) before it starts again. */
+  private val MaxKnownSlices = 4096
 
   /** Windows of `size` units starting every `advance` units, in `timeline`'s zone; slices of gcd(size, advance) units. */
   final case class Resolved(unit: CalendarUnit, size: Int, advance: Int, firstDay: DayOfWeek, timeline: Timeline, graceTicks: Option[Long])
@@ -149,24 +150,32 @@ object CalendarWindows extends WindowSpec.Reader {
     override val maxSpan: Long =
       timeline.unit.convert(Duration.ofDays(size.toLong * math.max(unit.days, unit.months * 31) + 2))
 
-    // Rows come in time order, so most fall in the slice of the row before: keep it, with the last
-    // tick of its windows (an immutable value swapped whole, so sharing the kind between threads stays safe).
-    @volatile private var lastSlice: CalendarWindows.Slice = CalendarWindows.NoSlice
+    // The slices met so far, by start, with the last tick of their windows: rows in any order find
+    // theirs by a binary search instead of the zone's rules (an immutable array swapped whole, so
+    // sharing the kind between threads stays safe; each task starts its own).
+    @transient @volatile private var known: Array[CalendarWindows.Slice] = _
 
     private def sliceOf(time: Long): CalendarWindows.Slice = {
-      val known = lastSlice
-      if (known.from <= time && time < known.until) known
+      val slices = if (known == null) Array.empty[CalendarWindows.Slice] else known
+      var lo = 0
+      var hi = slices.length
+      while (lo < hi) { // the number of slices starting at or before time
+        val mid = (lo + hi) >>> 1
+        if (slices(mid).from <= time) lo = mid + 1 else hi = mid
+      }
+      if (lo > 0 && time < slices(lo - 1).until) slices(lo - 1)
       else {
         val first = alignedDown(unitIndex(time), sliceUnits)
         // all times of a slice share their windows, so the latest of them ends the same for all
         val slice = CalendarWindows.Slice(boundary(first), boundary(first + sliceUnits),
           boundary(alignedDown(first, advance) + size) - 1)
-        lastSlice = slice
+        known = if (slices.length >= CalendarWindows.MaxKnownSlices) Array(slice) else slices.patch(lo, Seq(slice), 0)
         slice
       }
     }
 
     override def sliceStart(time: Long): Long = sliceOf(time).from
+    override def partialsSpanTimes: Boolean = true
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val u = unitIndex(time)

@@ -88,6 +88,7 @@ object CumulativeWindows extends WindowSpec.Reader {
 
     override def maxSpan: Long = maxTicks - 1
     override def sliceStart(time: Long): Long = Ticks.alignedDown(time, offsetTicks, stepTicks)
+    override def partialsSpanTimes: Boolean = stepTicks > 1
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val period = periodOf(time)

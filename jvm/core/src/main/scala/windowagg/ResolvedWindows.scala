@@ -26,9 +26,17 @@ trait ResolvedWindows extends Serializable {
 
   /**
    * The time under which a record at `time` is aggregated: the time itself, or for kinds swept by
-   * slicing the start of its slice (all its windows hold the whole slice).
+   * slicing the start of its slice (all its windows hold the whole slice). A partial time is its
+   * own partial time.
    */
   def partialTime(time: Long): Long = time
+
+  /**
+   * Whether `partialTime` gathers many times under one (the kind's slices are longer than a tick),
+   * so that a key's rows fold into fewer partials than it has distinct times whatever the data: where
+   * aggregating before the shuffle pays.
+   */
+  def partialsSpanTimes: Boolean = false
 
   /**
    * How far a record at `time` keeps its window open (sessions: t + gap); `rowLength` is the

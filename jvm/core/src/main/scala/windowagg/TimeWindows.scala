@@ -101,6 +101,7 @@ object TimeWindows extends WindowSpec.Reader {
 
     override def maxSpan: Long = sizeTicks - 1
     override def sliceStart(time: Long): Long = alignedDown(time, sliceTicks)
+    override def partialsSpanTimes: Boolean = sliceTicks > 1
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       var start = alignedDown(time, advanceTicks)

@@ -89,6 +89,7 @@ object UnlimitedWindows extends WindowSpec.Reader {
     override def maxSpan: Long = Long.MaxValue
     override def everFinal: Boolean = false
     override def sliceStart(time: Long): Long = if (holds(time)) startTicks else time
+    override def partialsSpanTimes: Boolean = true
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit =
       if (holds(time)) window(startTicks, endTicks)
     override def holds(time: Long): Boolean = startTicks <= time && time < endTicks

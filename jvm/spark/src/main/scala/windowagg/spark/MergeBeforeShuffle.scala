@@ -10,7 +10,6 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
@@ -47,23 +46,15 @@ case class MergeBeforeShuffle(spec: StreamingWindowSpec, keys: Seq[Attribute], p
 
 object MergeBeforeShuffle {
   val MergedColumn = "_windowagg_merged"
-  /** Set to false to shuffle every row of a streaming aggregation (read when a query starts). */
-  val EnabledConf = "spark.windowagg.streaming.mergeBeforeShuffle"
 
-  def enabled(session: SparkSession): Boolean = session.conf.getOption(EnabledConf).map(_.trim.toLowerCase) match {
-    case None | Some("true") => true
-    case Some("false") => false
-    case Some(other) =>
-      throw WindowAggException(WindowAggError.INVALID_OPTION, s"$EnabledConf must be true or false, not '$other'")
-  }
+  def enabled(session: SparkSession): Boolean =
+    AggregateBeforeShuffle.mode(session.sessionState.conf) != AggregateBeforeShuffle.Never
 
   /**
    * Whether a streaming aggregation's rows may merge before the shuffle: in event time (what is
    * late is known from a row's time and the watermark), for sessions only with a fixed gap (a row's
    * reach is then known before the state is read), not for kinds cut at rows (they count rows), and
-   * over aggregates whose result does not depend on the order partials merge in (merged rows of one
-   * key from different partitions interleave in time; floating-point sums may differ in their last
-   * bits, as with Spark's own partial aggregation).
+   * over aggregates whose result does not depend on the order partials merge in.
    */
   def applies(spec: StreamingWindowSpec): Boolean = {
     val kindMerges = spec.windows match {
@@ -71,13 +62,7 @@ object MergeBeforeShuffle {
       case _: RowWindows => false
       case _ => true
     }
-    kindMerges && !spec.processingTime && !spec.withViews && spec.functions.forall(mergesInAnyOrder)
-  }
-
-  private def mergesInAnyOrder(f: AggregateFunction): Boolean = f match {
-    case _: Sum | _: Count | _: Min | _: Max | _: Average | _: HyperLogLogPlusPlus => true
-    case _: CentralMomentAgg | _: Covariance | _: PearsonCorrelation | _: BitAggregate => true
-    case _ => false
+    kindMerges && !spec.processingTime && !spec.withViews && spec.functions.forall(AggregateBeforeShuffle.mergesInAnyOrder)
   }
 
   /** Bytes of a run before its partial: first, last and reach (ticks). */

@@ -33,14 +33,14 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
 
   @transient private var sessionState: ValueState[Array[Byte]] = _
   @transient private var merging: SessionMerging[InternalRow] = _
-  @transient private var reachOf: WindowAggregateExec.RowReach = _
+  @transient private var reachOf: RowIntake.RowReach = _
 
   override protected def stateLayout: StateLayout = SessionWindowProcessor.Layout
 
   override protected def initState(handle: StatefulProcessorHandle): Unit = {
     sessionState = handle.getValueState[Array[Byte]]("keySessions", Encoders.BINARY, TTLConfig.NONE)
     merging = new SessionMerging[InternalRow](aggregates)
-    reachOf = WindowAggregateExec.reachOf(spec.windows, spec.gapOrdinal, spec.gapType)
+    reachOf = RowIntake.reachOf(spec.windows, spec.gapOrdinal, spec.gapType)
   }
 
   override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
@@ -61,7 +61,7 @@ final class SessionWindowProcessor(spec: StreamingWindowSpec) extends KeyedWindo
       else {
         val t = readTime(value)
         val reach = reachOf(value, t)
-        if (reach == WindowAggregateExec.NoReach) out += lateRow(keyRow, value, ReasonInvalidGap)
+        if (reach == RowIntake.NoReach) out += lateRow(keyRow, value, ReasonInvalidGap)
         else if (merging.isLate(t, reach, watermark, closed)) behind += ((t, reach, value.copy()))
         else {
           val at = fresh.getOrElseUpdate(t, new FreshTime(reach, aggregates.newEmpty()))

@@ -20,14 +20,17 @@ import windowagg.core.PartialAggregation
  * partials are merged in memory, so nothing is serialized per record.
  *
  * Created per task (projections are not serializable); `functions` and `filters` (`true` for
- * none) are resolved
- * against `input`, the attributes of the rows given to `update`, and bound here.
+ * none) are resolved against `input`, the attributes of the rows given to `update`, and bound here.
+ * With `partialsAt`, those rows are partial aggregates instead, Spark's partial aggregation's output
+ * ([[AggregateBeforeShuffle]]) whose buffers start at that ordinal: `update` merges them in with
+ * Spark's own merge, and their FILTERs were applied where they were made.
  */
 final class SparkAggregates(
     functions: Seq[AggregateFunction],
     filters: Seq[Expression],
     input: Seq[Attribute],
-    partitionIndex: Int) extends PartialAggregation[InternalRow] {
+    partitionIndex: Int,
+    partialsAt: Option[Int] = None) extends PartialAggregation[InternalRow] {
 
   require(functions.length == filters.length)
 
@@ -35,8 +38,9 @@ final class SparkAggregates(
   private val bound: Seq[AggregateFunction] = functions.zip(offsets).map {
     case (f: ImperativeAggregate, offset) =>
       // imperative functions evaluate their inputs themselves, so they are bound to the input row
-      BindReferences.bindReference(f: Expression, input).asInstanceOf[ImperativeAggregate]
-        .withNewMutableAggBufferOffset(offset).withNewInputAggBufferOffset(offset)
+      // (partial input has no raw columns: they only merge)
+      val withInputs = if (partialsAt.isDefined) f else BindReferences.bindReference(f: Expression, input)
+      withInputs.asInstanceOf[ImperativeAggregate].withNewMutableAggBufferOffset(offset).withNewInputAggBufferOffset(offset)
     case (f, _) => f
   }
   private val bufferAttributes: Seq[AttributeReference] = functions.flatMap(_.aggBufferAttributes)
@@ -67,11 +71,23 @@ final class SparkAggregates(
   }
 
   private val updateDeclarative: MutableProjection = {
-    val exprs = bound.zip(filters).flatMap {
-      case (d: DeclarativeAggregate, filter) =>
-        if (filter == Literal.TrueLiteral) d.updateExpressions
-        else d.updateExpressions.zip(d.aggBufferAttributes).map { case (u, a) => If(filter, u, a) }
-      case (other, _) => Seq.fill(other.aggBufferAttributes.length)(NoOp)
+    val exprs = partialsAt match {
+      case None =>
+        bound.zip(filters).flatMap {
+          case (d: DeclarativeAggregate, filter) =>
+            if (filter == Literal.TrueLiteral) d.updateExpressions
+            else d.updateExpressions.zip(d.aggBufferAttributes).map { case (u, a) => If(filter, u, a) }
+          case (other, _) => Seq.fill(other.aggBufferAttributes.length)(NoOp)
+        }
+      case Some(at) =>
+        // mergeExpressions read the partial through inputAggBufferAttributes: here, the input row's
+        // fields at the buffer's place after `at`
+        perFunction { d =>
+          val first = at + bufferAttributes.indexWhere(_.exprId == d.aggBufferAttributes.head.exprId)
+          val partial: Map[ExprId, Attribute] = d.inputAggBufferAttributes.map(_.exprId)
+            .zip(input.slice(first, first + d.aggBufferAttributes.length)).toMap
+          d.mergeExpressions.map(_.transform { case a: AttributeReference if partial.contains(a.exprId) => partial(a.exprId) })
+        }
     }
     val p = MutableProjection.create(exprs, bufferAttributes ++ input)
     p.initialize(partitionIndex)
@@ -80,7 +96,7 @@ final class SparkAggregates(
 
   private val imperativeFilters: Array[InternalRow => Boolean] = bound.zip(filters).collect {
     case (_: ImperativeAggregate, filter) =>
-      if (filter == Literal.TrueLiteral) (_: InternalRow) => true
+      if (filter == Literal.TrueLiteral || partialsAt.isDefined) (_: InternalRow) => true
       else {
         val predicate = Predicate.create(filter, input)
         predicate.initialize(partitionIndex)
@@ -88,6 +104,10 @@ final class SparkAggregates(
       }
   }.toArray
   private val allImperative: Array[ImperativeAggregate] = bound.collect { case i: ImperativeAggregate => i }.toArray
+  // with partial input: each imperative function reading its partial at its buffer's place after `at`
+  private val partialMerging: Array[ImperativeAggregate] = partialsAt.fold(Array.empty[ImperativeAggregate]) { at =>
+    bound.zip(offsets).collect { case (i: ImperativeAggregate, offset) => i.withNewInputAggBufferOffset(at + offset) }.toArray
+  }
 
   private val mergeDeclarative: MutableProjection = {
     val exprs = perFunction { d =>
@@ -146,7 +166,7 @@ final class SparkAggregates(
     buffer
   }
 
-  /** Adds one input row (in time order) to `buffer`. */
+  /** Adds one input row (in time order), or with `partialsAt` one partial aggregate, to `buffer`. */
   def update(buffer: InternalRow, row: InternalRow): Unit = {
     if (hasDeclarative) {
       updateDeclarative.target(buffer)(joined(buffer, row))
@@ -158,9 +178,13 @@ final class SparkAggregates(
       }
     }
     var i = 0
-    while (i < allImperative.length) {
-      if (imperativeFilters(i)(row)) allImperative(i).update(buffer, row)
-      i += 1
+    if (partialsAt.isDefined) {
+      while (i < partialMerging.length) { partialMerging(i).merge(buffer, row); i += 1 }
+    } else {
+      while (i < allImperative.length) {
+        if (imperativeFilters(i)(row)) allImperative(i).update(buffer, row)
+        i += 1
+      }
     }
   }
 

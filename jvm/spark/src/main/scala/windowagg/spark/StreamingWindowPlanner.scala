@@ -123,11 +123,8 @@ object StreamingWindowPlanner {
     val processed = SparkInternals.dataFrame(session, Project(columns.toSeq, Project(Seq(row), emitted)))
     val kind = col(StreamingWindowSpec.Kind)
     val reason = col(StreamingWindowSpec.LateReason)
-    val observed = processed.observe(MetricsName,
-      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonLate)).as("late_rows"),
-      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNullTime)).as("null_time_rows"),
-      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonInvalidGap)).as("invalid_gap_rows"),
-      count_if(kind === StreamingWindowSpec.LateKind && reason === lit(StreamingWindowSpec.ReasonNoWindow)).as("unwindowed_rows"))
+    val counts = NotWindowed.inStreaming.map(n => count_if(kind === StreamingWindowSpec.LateKind && reason === lit(n.reason)).as(n.observed))
+    val observed = processed.observe(MetricsName, counts.head, counts.tail: _*)
     val kept = if (options.emitLateRows) observed else observed.where(kind =!= StreamingWindowSpec.LateKind)
 
     val plan = kept.queryExecution.analyzed

@@ -84,10 +84,10 @@ object StreamingWindowSpec {
   val WindowKind = 0
   val LateKind = 1
   val RetractionKind = 2
-  val ReasonLate = "late"
-  val ReasonNullTime = "null time"
-  val ReasonInvalidGap = "invalid gap"
-  val ReasonNoWindow = "no window"
+  val ReasonLate: String = NotWindowed.Late.reason
+  val ReasonNullTime: String = NotWindowed.NullTime.reason
+  val ReasonInvalidGap: String = NotWindowed.InvalidGap.reason
+  val ReasonNoWindow: String = NotWindowed.NoWindow.reason
 }
 
 /**

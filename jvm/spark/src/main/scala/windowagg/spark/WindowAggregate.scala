@@ -11,7 +11,8 @@ import windowagg.ResolvedWindows
  * tumbling, hopping, cumulative, calendar, unlimited, user-defined) over `time`, with the aggregate
  * functions computed over the rows of each window. Output: the keys, `windowStart`, `windowEnd`,
  * then one column per aggregate function.
- * `gap` is the per-row length column the definition reads (sessions with a dynamic gap);
+ * `spec` is the definition's text form (for EXPLAIN). `gap` is the per-row length column the
+ * definition reads (sessions with a dynamic gap);
  * `tieBreak` orders rows that share a time (count windows).
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
@@ -26,6 +27,7 @@ case class WindowAggregate(
     tieBreak: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
+    spec: String,
     aggregateFunctions: Seq[Expression],
     filters: Seq[Expression],
     views: Seq[WindowView.View],

@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, Distribution, Partitioning}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
+import org.apache.spark.sql.types.LongType
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{ResolvedWindows, RowWindows}
@@ -21,6 +21,10 @@ import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
  * one per row for kinds cut at rows, whose rows are also sorted by the tie-break column and then
  * by the values the aggregates read, so that the rows a window cuts through never depend on
  * arrival order. Memory per task is bounded by the partials of one window, not by the rows of a key.
+ *
+ * The child gives rows, or with `partials` the partials aggregated before the shuffle
+ * ([[AggregateBeforeShuffle]]): per (keys, partial time) a row count and the aggregates' buffers,
+ * sorted by (keys, partial time), merged here as rows would be folded. `choice` says which, and why.
  */
 case class WindowAggregateExec(
     keys: Seq[Attribute],
@@ -29,18 +33,27 @@ case class WindowAggregateExec(
     tieBreak: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
+    spec: String,
     functions: Seq[AggregateFunction],
     filters: Seq[Expression],
     views: Seq[WindowView.View],
     windowStart: Attribute,
     windowEnd: Attribute,
     aggregateOutput: Seq[Attribute],
+    partials: Option[AggregateBeforeShuffle.Partials],
+    choice: AggregateBeforeShuffle.Choice,
     child: SparkPlan)
   extends UnaryExecNode {
 
   override def output: Seq[Attribute] = keys ++ Seq(windowStart, windowEnd) ++ aggregateOutput
 
   override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd) ++ aggregateOutput)
+
+  // Partials carry the aggregates' buffers, not the columns the aggregates read.
+  override lazy val references: AttributeSet = partials match {
+    case Some(p) => AttributeSet(keys ++ Seq(p.partialTime, p.rowCount))
+    case None => super.references
+  }
 
   // Keys pass through unchanged, so the child's clustering by them still holds.
   override def outputPartitioning: Partitioning = child.outputPartitioning
@@ -59,36 +72,52 @@ case class WindowAggregateExec(
     tieBreak.toSeq ++ rowWindows.map(_ => PackedRow(child.output.filter(inputs.contains))).toSeq
   }
 
-  override def requiredChildOrdering: Seq[Seq[SortOrder]] =
-    Seq((keys ++ (time +: tieOrder)).map(SortOrder(_, Ascending)))
+  override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
+    val order = partials match {
+      case Some(p) => keys :+ p.partialTime
+      case None => keys ++ (time +: tieOrder)
+    }
+    Seq(order.map(SortOrder(_, Ascending)))
+  }
 
-  override lazy val metrics: Map[String, SQLMetric] = Map( // names: WindowAggregateExec.metricNames
-    "inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows"),
-    "nullTimeRows" -> SQLMetrics.createMetric(sparkContext, "rows with a null time (not windowed)"),
-    "invalidGapRows" -> SQLMetrics.createMetric(sparkContext, "rows with a null or non-positive session gap (not windowed)"),
-    "unwindowedRows" -> SQLMetrics.createMetric(sparkContext, "rows in no window of the definition (not windowed)"),
-    "windows" -> SQLMetrics.createMetric(sparkContext, "number of output windows"))
+  override def simpleString(maxFields: Int): String =
+    s"WindowAggregate '$spec' keys=${keys.mkString("[", ", ", "]")} " +
+      s"aggregates=${functions.map(_.sql).mkString("[", ", ", "]")} input=$choice"
+
+  override lazy val metrics: Map[String, SQLMetric] = // names: WindowAggregateExec.metricNames
+    Map("inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows")) ++
+      NotWindowed.inBatch.map(n => n.metric -> SQLMetrics.createMetric(sparkContext, n.description)) +
+      ("windows" -> SQLMetrics.createMetric(sparkContext, "number of output windows"))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val counters = RowCounters(longMetric("inputRows"), longMetric("nullTimeRows"), longMetric("invalidGapRows"),
-      longMetric("unwindowedRows"))
+    val counters = new RowCounters(longMetric("inputRows"), NotWindowed.inBatch.map(n => n -> longMetric(n.metric)).toMap)
     val windowCount = longMetric("windows")
     val childOutput = child.output
-    val timeOrdinal = childOutput.indexWhere(_.exprId == time.exprId)
-    val gapOrdinal = gap.map(g => childOutput.indexWhere(_.exprId == g.exprId))
+    def ordinal(a: Attribute): Int = {
+      val i = childOutput.indexWhere(_.exprId == a.exprId)
+      assert(i >= 0, s"$a is not in ${childOutput.mkString(", ")}")
+      i
+    }
+    // partials: their partial time stands for the time (a partial time is its own), then their count and buffers
+    val timeOrdinal = ordinal(partials.fold(time)(_.partialTime))
+    val countOrdinal = partials.map(p => ordinal(p.rowCount))
+    val gapOrdinal = if (partials.isDefined) None else gap.map(ordinal)
     val gapType = gap.map(_.dataType)
-    val (keys_, functions_, filters_, timeColumn_, windows_, output_) = (keys, functions, filters, timeColumn, windows, output)
+    val intakeTime = if (partials.isDefined) TimeColumn(LongType, None) else timeColumn
+    val (keys_, functions_, filters_, windows_, output_) = (keys, functions, filters, windows, output)
     val rowWindows_ = rowWindows
     val views_ = views.toArray
     val withViews = views.exists(_ != WindowView.All)
-    assert(timeOrdinal >= 0 && gapOrdinal.forall(_ >= 0))
 
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
-      val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition)
+      val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition, countOrdinal.map(_ + 1))
       val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
-      val reach = WindowAggregateExec.reachOf(windows_, gapOrdinal, gapType)
-      val groups = new TimeGroups(rows, keyProjection, timeOrdinal, timeColumn_.reader(timeOrdinal), windows_, reach,
-        aggregates, counters, perRow = rowWindows_.isDefined, readsGap = gapOrdinal.isDefined)
+      val intake = new RowIntake(windows_, intakeTime, timeOrdinal, gapOrdinal, gapType)
+      val rowCount: InternalRow => Long = countOrdinal match {
+        case Some(i) => _.getLong(i)
+        case None => _ => 1L
+      }
+      val groups = new TimeGroups(rows, keyProjection, intake, rowCount, aggregates, counters, perRow = rowWindows_.isDefined)
       val outputProjection = UnsafeProjection.create(output_.map(_.dataType).toArray)
       val outputRow = new SpecificInternalRow(output_.map(_.dataType))
       val keyTypes = keys_.map(_.dataType).toArray
@@ -157,65 +186,29 @@ case class WindowAggregateExec(
 }
 
 object WindowAggregateExec {
-  val metricNames: Seq[String] = Seq("inputRows", "nullTimeRows", "invalidGapRows", "unwindowedRows", "windows")
-
-  /** The reach of a row whose own session gap is null or not positive: the row is not windowed. */
-  val NoReach: Long = Long.MinValue
-
-  /**
-   * How far a row keeps its window open (the kind's reach: sessions' t + gap), or [[NoReach]] when
-   * the row's own length (a per-row session gap) is null or not positive; without a per-row length,
-   * NoReach is a real reach (a row at Long.MinValue). A plain method on longs:
-   * it runs for every input row, so nothing is boxed.
-   */
-  trait RowReach extends Serializable {
-    def apply(row: InternalRow, time: Long): Long
-  }
-
-  def reachOf(windows: ResolvedWindows, lengthOrdinal: Option[Int], lengthType: Option[DataType]): RowReach =
-    (lengthOrdinal, lengthType) match {
-      case (Some(ordinal), Some(dataType)) =>
-        val readLength: InternalRow => Long = dataType match {
-          case _: DayTimeIntervalType => _.getLong(ordinal) // microseconds, the ticks of a timestamp
-          case CalendarIntervalType => row => {
-            val i = row.getInterval(ordinal) // months have no fixed length: such a length counts as invalid
-            if (i.months != 0) -1L
-            else
-              try Math.addExact(Math.multiplyExact(i.days.toLong, 86400000000L), i.microseconds)
-              catch { case _: ArithmeticException => if (i.days > 0) Long.MaxValue else -1L } // beyond every time, not wrapped
-          }
-          case other => TimeColumn(other, None).reader(ordinal)
-        }
-        (row, t) =>
-          if (row.isNullAt(ordinal)) NoReach
-          else {
-            val length = readLength(row)
-            if (length <= 0) NoReach else windows.reach(t, length)
-          }
-      case _ => (_, t) => windows.reach(t, 0L)
-    }
+  val metricNames: Seq[String] = "inputRows" +: NotWindowed.inBatch.map(_.metric) :+ "windows"
 }
 
-/** The operator's row counters: every input row, and those not windowed and why. */
-private final case class RowCounters(input: SQLMetric, nullTime: SQLMetric, invalidGap: SQLMetric, unwindowed: SQLMetric)
+/** The operator's row counters: every input row, and those not windowed, by why. */
+private final class RowCounters(input: SQLMetric, notWindowed: Map[NotWindowed, SQLMetric]) extends Serializable {
+  def read(rows: Long): Unit = input += rows
+  def left(why: NotWindowed, rows: Long): Unit = notWindowed(why) += rows
+}
 
 /**
- * Turns a partition's rows, sorted by (key, time), into per-key runs of partial aggregates, one
- * per partial time of the kind (a distinct time, or a slice), or one per row when `perRow`, with
- * their reach. Each row is folded into its partial as soon as it is read, so no row is copied or
- * held; rows with a null time, or a null or non-positive session gap, are counted and skipped.
+ * Turns a partition's rows (or partials), sorted by (key, time), into per-key runs of partial
+ * aggregates, one per partial time of the kind (a distinct time, or a slice), or one per row when
+ * `perRow`, with their reach. Each row is folded into its partial as soon as it is read, so no row
+ * is copied or held; rows the definition does not window are counted and skipped.
  */
 private final class TimeGroups(
     rows: Iterator[InternalRow],
     keyProjection: UnsafeProjection,
-    timeOrdinal: Int,
-    readTime: InternalRow => Long,
-    windows: ResolvedWindows,
-    reachOf: WindowAggregateExec.RowReach,
+    intake: RowIntake,
+    rowCount: InternalRow => Long,
     aggregates: SparkAggregates,
     counters: RowCounters,
-    perRow: Boolean,
-    readsGap: Boolean) extends Logging {
+    perRow: Boolean) extends Logging {
 
   // The partial being built, and the one completed before it (read ahead by one group).
   private var buildingKey: UnsafeRow = _
@@ -225,13 +218,7 @@ private final class TimeGroups(
   private var completed: Reaching[InternalRow] = _
   private var completedKey: UnsafeRow = _
   private var currentKey: UnsafeRow = _
-  private var skippedNullTime = 0L
-  private var skippedGap = 0L
-  private var skippedUnwindowed = 0L
-  // whether the definition has windows for the partial time last asked about (asked once per partial time)
-  private var heldTime = 0L
-  private var held = false
-  private var heldKnown = false
+  private val skipped = scala.collection.mutable.LinkedHashMap.empty[NotWindowed, Long]
 
   /** The key whose partials `partialsOfKey` yields. */
   def key: UnsafeRow = currentKey
@@ -258,25 +245,20 @@ private final class TimeGroups(
   }
 
   /** Counts a row the kind's windows left out (kinds cut at rows know only after reading on). */
-  def countUnwindowed(): Unit = {
-    counters.unwindowed += 1
-    skippedUnwindowed += 1
+  def countUnwindowed(): Unit = skip(NotWindowed.NoWindow, 1L)
+
+  private def skip(why: NotWindowed, rows: Long): Unit = {
+    counters.left(why, rows)
+    skipped(why) = skipped.getOrElse(why, 0L) + rows
   }
 
   def finish(): Unit = {
-    if (skippedNullTime > 0) {
-      logWarning(s"windowagg: $skippedNullTime row(s) with a null time were not windowed (metric nullTimeRows)")
-      skippedNullTime = 0
+    skipped.foreach { case (why, rows) =>
+      // rows between Storm's windows, or times a kind leaves out, are the definition's own doing, not bad data
+      val message = s"windowagg: $rows ${why.description} (metric ${why.metric})"
+      if (why == NotWindowed.NoWindow) logInfo(message) else logWarning(message)
     }
-    if (skippedGap > 0) {
-      logWarning(s"windowagg: $skippedGap row(s) with a null or non-positive session gap were not windowed (metric invalidGapRows)")
-      skippedGap = 0
-    }
-    // rows between Storm's windows, or times a kind leaves out, are the definition's own doing, not bad data
-    if (skippedUnwindowed > 0) {
-      logInfo(s"windowagg: $skippedUnwindowed row(s) fell in no window of the definition (metric unwindowedRows)")
-      skippedUnwindowed = 0
-    }
+    skipped.clear()
   }
 
   /** Ensures `completed` holds the next finished partial if there is one. */
@@ -285,35 +267,13 @@ private final class TimeGroups(
       if (!rows.hasNext) complete()
       else {
         val row = rows.next()
-        counters.input += 1
-        if (row.isNullAt(timeOrdinal)) {
-          counters.nullTime += 1
-          skippedNullTime += 1
-        } else {
-          val t = readTime(row)
-          val reach = reachOf(row, t)
-          // only a row's own gap makes NoReach: otherwise it is the reach of a row at Long.MinValue
-          if (readsGap && reach == WindowAggregateExec.NoReach) {
-            counters.invalidGap += 1
-            skippedGap += 1
-          } else {
-            val partialTime = windows.partialTime(t)
-            if (holds(partialTime)) add(row, partialTime, reach)
-            else countUnwindowed()
-          }
-        }
+        val n = rowCount(row)
+        counters.read(n)
+        val why = intake.classify(row)
+        if (why != null) skip(why, n) else add(row, intake.partialTime, intake.reach)
       }
     }
     completed != null
-  }
-
-  private def holds(partialTime: Long): Boolean = {
-    if (!heldKnown || partialTime != heldTime) {
-      held = windows.holds(partialTime)
-      heldTime = partialTime
-      heldKnown = true
-    }
-    held
   }
 
   private def add(row: InternalRow, t: Long, reach: Long): Unit = {

@@ -148,7 +148,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
     val node = WindowAggregate(
-      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), timeColumn, windows,
+      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), timeColumn, windows, window.definition.spec,
       aggregates.map(_._1.aggregateFunction), aggregates.map(_._1.filter.getOrElse(Literal.TrueLiteral)),
       aggregates.map(_._2), windowStart, windowEnd, aggregateOutput, input)
 

@@ -24,7 +24,7 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
   /** The query's output (sorted, as text), and its merge operators' input and merged rows over all micro-batches. */
   private def run(name: String, definition: WindowDefinition, merge: Boolean): (Seq[String], Long, Long) = {
     import spark.implicits._
-    spark.conf.set(MergeBeforeShuffle.EnabledConf, merge.toString)
+    spark.conf.set(AggregateBeforeShuffle.Conf, if (merge) "auto" else "never")
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false") // every execution holds rows
     val input = MemoryStream[(String, Long, Long)](spark, 3)
     val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_millis(col("t")).as("ts"), col("v"))
@@ -32,7 +32,7 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
       stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit")))
         .agg(sum("v").as("s"), count(lit(1)).as("n"), max("v").as("m"), min(col("ts")).as("first"))
         .writeStream.format("memory").queryName(name).outputMode("append").start()
-    } finally spark.conf.unset(MergeBeforeShuffle.EnabledConf)
+    } finally spark.conf.unset(AggregateBeforeShuffle.Conf)
     var (rows, merged) = (0L, 0L)
     try {
       (batches :+ Seq(("flush", 100000L, 0L)) :+ Seq(("flush", 200000L, 0L))).foreach { part =>
@@ -83,13 +83,18 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     assert(!merges(TimeWindows.of("1 second"), Map("time" -> "processing"), sum("v"), current_timestamp()))
   }
 
-  test("the setting must be true or false") {
+  test("the setting must be auto, always or never, and the one it replaced names it") {
     import spark.implicits._
-    spark.conf.set(MergeBeforeShuffle.EnabledConf, "sometimes")
-    try {
-      val stream = MemoryStream[(String, Long)](spark).toDF().toDF("k", "t").select(col("k"), timestamp_millis(col("t")).as("ts"))
-      val e = intercept[WindowAggException](stream.groupBy(col("k"), window(col("ts"), TimeWindows.of("1 second").grace("0 seconds"))).count())
-      assert(e.getMessage.contains(MergeBeforeShuffle.EnabledConf) && e.getMessage.contains("sometimes"))
-    } finally spark.conf.unset(MergeBeforeShuffle.EnabledConf)
+    val stream = MemoryStream[(String, Long)](spark).toDF().toDF("k", "t").select(col("k"), timestamp_millis(col("t")).as("ts"))
+    def refused(key: String, value: String): String = {
+      spark.conf.set(key, value)
+      try intercept[WindowAggException](
+        stream.groupBy(col("k"), window(col("ts"), TimeWindows.of("1 second").grace("0 seconds"))).count()).getMessage
+      finally spark.conf.unset(key)
+    }
+    val bad = refused(AggregateBeforeShuffle.Conf, "sometimes")
+    assert(bad.contains(AggregateBeforeShuffle.Conf) && bad.contains("sometimes"), bad)
+    val old = refused("spark.windowagg.streaming.mergeBeforeShuffle", "false")
+    assert(old.contains("was replaced by " + AggregateBeforeShuffle.Conf), old)
   }
 }

@@ -6,11 +6,13 @@ import org.apache.spark.SparkContext
 import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, PythonUDF}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDF}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.classic.ExpressionUtils
 import org.apache.spark.sql.execution.{SparkPlan, SQLExecution}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.execution.aggregate.AggUtils
 
 /**
  * The one place that uses Spark APIs which are package-private and have changed between releases
@@ -60,6 +62,19 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
           metadata.getClass.getMethod("batchWatermarkMs").invoke(metadata).asInstanceOf[Long]
         }.toOption
       }
+
+  /**
+   * Spark's partial aggregation of `child` per `grouping` (the Partial mode of a two-step
+   * aggregation): hash-based, object-hash or sort-based as Spark's own planner picks for the
+   * aggregates' buffers. Its output is the grouping columns, then each aggregate's buffer.
+   */
+  def partialAggregate(grouping: Seq[NamedExpression], aggregates: Seq[AggregateExpression], child: SparkPlan): SparkPlan = {
+    val results = grouping.map(_.toAttribute) ++ aggregates.map(_.resultAttribute)
+    AggUtils.planAggregateWithoutDistinct(grouping, aggregates, results, child) match {
+      case Seq(finalAggregate) if finalAggregate.children.length == 1 => finalAggregate.children.head
+      case other => throw new IllegalStateException(s"Spark planned an aggregation as $other")
+    }
+  }
 
   /**
    * Rows clustered by `keys`, every other parameter at its default. ClusteredDistribution is a case

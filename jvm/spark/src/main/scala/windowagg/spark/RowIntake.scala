@@ -1,0 +1,109 @@
+package windowagg.spark
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
+
+import windowagg.ResolvedWindows
+
+/**
+ * Why a row is in no window: one vocabulary for the batch operator's SQL metrics, the `late_reason`
+ * of the rows a streaming aggregation routes aside, and the columns of its observed metrics.
+ */
+sealed abstract class NotWindowed(val reason: String, val metric: String, val observed: String, val description: String)
+
+object NotWindowed {
+  case object NullTime extends NotWindowed("null time", "nullTimeRows", "null_time_rows", "rows with a null time (not windowed)")
+  case object InvalidGap extends NotWindowed("invalid gap", "invalidGapRows", "invalid_gap_rows",
+    "rows with a null or non-positive session gap (not windowed)")
+  case object NoWindow extends NotWindowed("no window", "unwindowedRows", "unwindowed_rows",
+    "rows in no window of the definition (not windowed)")
+  /** Streaming only: every window that could hold the row was final when it arrived. */
+  case object Late extends NotWindowed("late", "lateRows", "late_rows", "rows after every window that could hold them was final")
+
+  /** What a batch aggregation can leave out (a batch has no watermark: no row is late). */
+  val inBatch: Seq[NotWindowed] = Seq(NullTime, InvalidGap, NoWindow)
+  val inStreaming: Seq[NotWindowed] = Late +: inBatch
+}
+
+/**
+ * Reads a row's time, and its reach where the definition reads a length per row (sessions with a
+ * dynamic gap), and says whether the definition windows it: the one place rows are classified, for
+ * the batch operator, the streaming processors and the aggregation before the shuffle. After
+ * `classify` returns null, `time`, `partialTime` and `reach` describe the row.
+ */
+final class RowIntake(windows: ResolvedWindows, timeColumn: TimeColumn, timeOrdinal: Int, gapOrdinal: Option[Int],
+    gapType: Option[DataType]) {
+  private val readTime = timeColumn.reader(timeOrdinal)
+  private val reachOf = RowIntake.reachOf(windows, gapOrdinal, gapType)
+  private val readsGap = gapOrdinal.isDefined
+  // whether the definition has windows for the partial time last asked about (asked once per partial time)
+  private var heldTime = 0L
+  private var held = false
+  private var heldKnown = false
+
+  var time: Long = 0L
+  var partialTime: Long = 0L
+  var reach: Long = 0L
+
+  /** Null when the definition windows `row` (then `time`, `partialTime` and `reach` are its), else why it does not. */
+  def classify(row: InternalRow): NotWindowed =
+    if (row.isNullAt(timeOrdinal)) NotWindowed.NullTime
+    else {
+      time = readTime(row)
+      reach = reachOf(row, time)
+      // only a row's own gap makes NoReach: otherwise it is the reach of a row at Long.MinValue
+      if (readsGap && reach == RowIntake.NoReach) NotWindowed.InvalidGap
+      else {
+        partialTime = windows.partialTime(time)
+        if (holds(partialTime)) null else NotWindowed.NoWindow
+      }
+    }
+
+  /** Whether the definition has a window for records aggregated under `partialTime`. */
+  def holds(partialTime: Long): Boolean = {
+    if (!heldKnown || partialTime != heldTime) {
+      held = windows.holds(partialTime)
+      heldTime = partialTime
+      heldKnown = true
+    }
+    held
+  }
+}
+
+object RowIntake {
+  /** The reach of a row whose own session gap is null or not positive: the row is not windowed. */
+  val NoReach: Long = Long.MinValue
+
+  /**
+   * How far a row keeps its window open (the kind's reach: sessions' t + gap), or [[NoReach]] when
+   * the row's own length (a per-row session gap) is null or not positive; without a per-row length,
+   * NoReach is a real reach (a row at Long.MinValue). A plain method on longs: it runs for every
+   * input row, so nothing is boxed.
+   */
+  trait RowReach extends Serializable {
+    def apply(row: InternalRow, time: Long): Long
+  }
+
+  def reachOf(windows: ResolvedWindows, lengthOrdinal: Option[Int], lengthType: Option[DataType]): RowReach =
+    (lengthOrdinal, lengthType) match {
+      case (Some(ordinal), Some(dataType)) =>
+        val readLength: InternalRow => Long = dataType match {
+          case _: DayTimeIntervalType => _.getLong(ordinal) // microseconds, the ticks of a timestamp
+          case CalendarIntervalType => row => {
+            val i = row.getInterval(ordinal) // months have no fixed length: such a length counts as invalid
+            if (i.months != 0) -1L
+            else
+              try Math.addExact(Math.multiplyExact(i.days.toLong, 86400000000L), i.microseconds)
+              catch { case _: ArithmeticException => if (i.days > 0) Long.MaxValue else -1L } // beyond every time, not wrapped
+          }
+          case other => TimeColumn(other, None).reader(ordinal)
+        }
+        (row, t) =>
+          if (row.isNullAt(ordinal)) NoReach
+          else {
+            val length = readLength(row)
+            if (length <= 0) NoReach else windows.reach(t, length)
+          }
+      case _ => (_, t) => windows.reach(t, 0L)
+    }
+}
