@@ -135,9 +135,64 @@ object CalendarWindows extends WindowSpec.Reader {
   private def wholeCount(digits: String, text: String): Int =
     digits.toIntOption.getOrElse(throw WindowError(s"'$text': $digits units is too many"))
 
-  private final case class Slice(from: Long, until: Long, closes: Long)
-  /** Slices a resolved definition remembers (a day's slices for 11 years) before it starts again. */
-  private val MaxKnownSlices = 4096
+  /** A slice of times: its instants [from, until), the last tick of its windows, and its first unit. */
+  private final case class Slice(from: Long, until: Long, closes: Long, firstUnit: Long)
+  private val MaxKnownBoundaries = 1 << 16
+
+  /**
+   * Slices by the buckets of `width` ticks they overlap: for bucket b, `table(2b)` holds the slice
+   * holding its first tick and `table(2b + 1)` one starting inside it (one array, read once, so a
+   * reader racing a writer that grows it sees one table or the other). Covers at most
+   * [[SliceBuckets.MaxBuckets]] buckets around the first slice added; slices beyond are recomputed.
+   */
+  private final class SliceBuckets(width: Long) {
+    @volatile private var table: Array[Slice] = Array.empty
+    @volatile private var base = 0L
+
+    def find(time: Long): Slice = {
+      val t = table
+      val b = Math.floorDiv(time, width) - base
+      if (b < 0 || 2 * b + 1 >= t.length) null
+      else {
+        val s = t((2 * b).toInt)
+        if (s != null && s.from <= time && time < s.until) s
+        else {
+          val l = t((2 * b + 1).toInt)
+          if (l != null && l.from <= time && time < l.until) l else null
+        }
+      }
+    }
+
+    def add(slice: Slice): Unit = {
+      val (from, until) = (Math.floorDiv(slice.from, width), Math.floorDiv(slice.until - 1, width))
+      val t = covering(from, until)
+      if (t == null) return
+      var b = from
+      while (b <= until) {
+        t((2 * (b - base)).toInt + (if (slice.from <= b * width) 0 else 1)) = slice
+        b += 1
+      }
+    }
+
+    /** The table grown to hold buckets [from, until], or null when that would pass MaxBuckets. */
+    private def covering(from: Long, until: Long): Array[Slice] = {
+      val t = table
+      val (low, high) = if (t.isEmpty) (from, until) else (math.min(base, from), math.max(base + t.length / 2 - 1, until))
+      if (high - low + 1 > SliceBuckets.MaxBuckets) null
+      else if (t.nonEmpty && low == base && high == base + t.length / 2 - 1) t
+      else {
+        val grown = new Array[Slice](2 * (high - low + 1).toInt)
+        if (t.nonEmpty) System.arraycopy(t, 0, grown, 2 * (base - low).toInt, t.length)
+        base = low
+        table = grown
+        grown
+      }
+    }
+  }
+
+  private object SliceBuckets {
+    val MaxBuckets: Long = 1L << 18
+  }
 
   /** Windows of `size` units starting every `advance` units, in `timeline`'s zone; slices of gcd(size, advance) units. */
   final case class Resolved(unit: CalendarUnit, size: Int, advance: Int, firstDay: DayOfWeek, timeline: Timeline, graceTicks: Option[Long])
@@ -150,26 +205,22 @@ object CalendarWindows extends WindowSpec.Reader {
     override val maxSpan: Long =
       timeline.unit.convert(Duration.ofDays(size.toLong * math.max(unit.days, unit.months * 31) + 2))
 
-    // The slices met so far, by start, with the last tick of their windows: rows in any order find
-    // theirs by a binary search instead of the zone's rules (an immutable array swapped whole, so
-    // sharing the kind between threads stays safe; each task starts its own).
-    @transient @volatile private var known: Array[CalendarWindows.Slice] = _
+    // The slices met so far, by the 6-hour buckets of time they overlap (at most two slices share a
+    // bucket: none is shorter than 23 hours): a row finds its slice by two array reads, in any order,
+    // instead of the zone's rules. Lost entries only cost a recomputation, so threads sharing the kind
+    // may race on it; a slice's fields are final, so a slice is seen whole.
+    @transient private var buckets: CalendarWindows.SliceBuckets = _
 
     private def sliceOf(time: Long): CalendarWindows.Slice = {
-      val slices = if (known == null) Array.empty[CalendarWindows.Slice] else known
-      var lo = 0
-      var hi = slices.length
-      while (lo < hi) { // the number of slices starting at or before time
-        val mid = (lo + hi) >>> 1
-        if (slices(mid).from <= time) lo = mid + 1 else hi = mid
-      }
-      if (lo > 0 && time < slices(lo - 1).until) slices(lo - 1)
+      if (buckets == null) buckets = new CalendarWindows.SliceBuckets(timeline.unit.convert(Duration.ofHours(6)))
+      val known = buckets.find(time)
+      if (known != null) known
       else {
         val first = alignedDown(unitIndex(time), sliceUnits)
         // all times of a slice share their windows, so the latest of them ends the same for all
         val slice = CalendarWindows.Slice(boundary(first), boundary(first + sliceUnits),
-          boundary(alignedDown(first, advance) + size) - 1)
-        known = if (slices.length >= CalendarWindows.MaxKnownSlices) Array(slice) else slices.patch(lo, Seq(slice), 0)
+          boundary(alignedDown(first, advance) + size) - 1, first)
+        buckets.add(slice)
         slice
       }
     }
@@ -177,8 +228,10 @@ object CalendarWindows extends WindowSpec.Reader {
     override def sliceStart(time: Long): Long = sliceOf(time).from
     override def partialsSpanTimes: Boolean = true
 
+    // Every time of a slice has the slice's windows: they start at multiples of advance and end at
+    // multiples of gcd(size, advance), none of which falls inside the slice.
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
-      val u = unitIndex(time)
+      val u = sliceOf(time).firstUnit
       var start = alignedDown(u, advance)
       while (start + size > u) {
         window(boundary(start), boundary(start + size))
@@ -201,8 +254,16 @@ object CalendarWindows extends WindowSpec.Reader {
       else if (unit == Weeks) Math.floorDiv(date.toEpochDay - firstWeekDay, 7L)
       else date.toEpochDay
 
+    // boundaries by unit, for the windows of each partial (a concurrent map: tasks may share the kind)
+    @transient private var boundaries: java.util.concurrent.ConcurrentHashMap[java.lang.Long, java.lang.Long] = _
+
     /** The instant unit `u` starts: local midnight of its first day. */
     private def boundary(u: Long): Long = {
+      if (boundaries == null || boundaries.size > CalendarWindows.MaxKnownBoundaries) boundaries = new java.util.concurrent.ConcurrentHashMap()
+      boundaries.computeIfAbsent(u, _ => computeBoundary(u))
+    }
+
+    private def computeBoundary(u: Long): Long = {
       val date =
         if (unit.months > 0) LocalDate.of(1970, 1, 1).plusMonths(u * unit.months)
         else if (unit == Weeks) LocalDate.ofEpochDay(firstWeekDay + u * 7)
