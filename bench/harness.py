@@ -532,13 +532,18 @@ class Runner:
     def shuffle_bytes(self, group: str) -> int | None:
         """Bytes the stages of a job group wrote to the shuffle (Spark's task metrics, as its UI shows
         them): what a cluster's network and disks carry between a query's stages."""
+        def scala_seq(seq):
+            it = seq.iterator()
+            while it.hasNext():
+                yield it.next()
+
         try:
             store = self.sc._jsc.sc().statusStore()
             stages = set()
-            for job in store.jobsList(None):
+            for job in scala_seq(store.jobsList(None)):
                 if job.jobGroup().isDefined() and job.jobGroup().get() == group:
-                    stages.update(int(s) for s in job.stageIds())
-            return sum(int(st.shuffleWriteBytes()) for st in store.stageList(None) if int(st.stageId()) in stages)
+                    stages.update(int(s) for s in scala_seq(job.stageIds()))
+            return sum(int(st.shuffleWriteBytes()) for st in scala_seq(store.stageList(None)) if int(st.stageId()) in stages)
         except Exception as e:  # a Spark whose status store reads differently: the figure is missing, not wrong
             log(f"shuffle bytes unavailable: {e}")
             return None

@@ -35,7 +35,9 @@ object functions {
   /**
    * As `window(timeColumn, definition)`, with options: "timeUnit" (of an integral time column),
    * and for streaming "emit" ("final": each window once when final, append output mode;
-   * "updates": changed windows every micro-batch, update output mode) and "lateRows" ("count":
+   * "updates": changed windows every micro-batch, update output mode; "every 10 seconds": open
+   * windows' running values at most once per interval, then their final value, with `is_final`,
+   * update output mode) and "lateRows" ("count":
    * counted in the query's observed metrics "windowagg"; "emit": also output as rows with
    * `late_reason` and `late_row`).
    */

@@ -13,7 +13,7 @@ class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     SupportedSpark.check(org.apache.spark.SPARK_VERSION)
     extensions.injectResolutionRule(_ => PlaceWindowColumn)
-    extensions.injectHintResolutionRule(session => StreamingStartCheck(session))
+    extensions.injectHintResolutionRule(session => streaming.StreamingStartCheck(session))
     extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
     extensions.injectPlannerStrategy(_ => WindowAggStrategy)
     (SqlFunctions.grouping ++ SqlFunctions.views).foreach { f =>
@@ -46,4 +46,10 @@ object SupportedSpark {
           s"Spark $sparkVersion: run a supported Spark, or leave ${classOf[WindowAggExtensions].getName} out of " +
           "spark.sql.extensions")
     }
+}
+
+/** The running windowagg's version, from its jar's manifest. */
+object WindowAggVersion {
+  lazy val current: String =
+    Option(classOf[WindowAggExtensions].getPackage.getImplementationVersion).getOrElse("development build")
 }

@@ -6,7 +6,8 @@ import org.apache.spark.sql.internal.SQLConf
 
 /**
  * Plans [[WindowAggregate]] as [[WindowAggregateExec]], over Spark's partial aggregation where
- * [[AggregateBeforeShuffle]] chooses it, and [[MergeBeforeShuffle]] as [[MergeBeforeShuffleExec]].
+ * [[AggregateBeforeShuffle]] chooses it, and a streaming aggregation's [[streaming.CombineBeforeShuffle]]
+ * as its kind combines rows before the shuffle.
  */
 object WindowAggStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
@@ -22,7 +23,7 @@ object WindowAggStrategy extends SparkStrategy {
       WindowAggregateExec(
         a.keys, a.time, a.gap, a.tieBreak, a.timeColumn, a.windows, a.spec, a.functions, a.filters, a.views,
         a.windowStart, a.windowEnd, a.aggregateOutput, partials, choice, input) :: Nil
-    case m: MergeBeforeShuffle => MergeBeforeShuffleExec(m.spec, m.keys, m.output, planLater(m.child)) :: Nil
+    case c: streaming.CombineBeforeShuffle => streaming.CombineBeforeShuffle.plan(c, planLater(c.child)) :: Nil
     case _ => Nil
   }
 }

@@ -177,7 +177,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     if (child.isStreaming) {
       // Streaming: the same node's meaning, planned through transformWithState; late rows, when
       // emitted, come out as two more columns.
-      val streaming = StreamingWindowPlanner.plan(session, node, window.definition, window.options)
+      val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options)
       Project(results ++ streaming.output.drop(node.output.length), streaming)
     } else {
       Project(results, node)
@@ -215,11 +215,16 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     case w: WindowFunction =>
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"${w.prettyName}() is a ranking/window function, not an aggregate: it cannot be computed over windowagg windows")
-    case udf: PythonUDF if SparkInternals.isPythonAggregate(udf) =>
-      throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
-        s"${udf.name}: pandas/Arrow aggregate UDFs run over all rows of a group at once and cannot be merged incrementally; use a built-in aggregate or a Scala Aggregator")
+    case udf: PythonUDF if SparkInternals.isPythonAggregate(udf) => throw pythonAggregate(udf.name)
     case _ =>
   }
+
+  /** A pandas/Arrow aggregate UDF sees a group's rows all at once: windows need partials they can merge. */
+  private def pythonAggregate(name: String): WindowAggException =
+    WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
+      s"$name is a pandas/Arrow aggregate UDF: it reads all rows of a group at once, so it cannot be merged " +
+        "incrementally over windows (a row is in many windows, and streaming keeps partials); use built-in " +
+        "aggregates (sum, avg, percentile_approx, collect_list, ...) or a Scala/Java Aggregator registered with functions.udaf")
 
   private def checkMergeable(ae: AggregateExpression): Unit = {
     val name = ae.aggregateFunction.prettyName
@@ -232,9 +237,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       throw WindowAggException(WindowAggError.INVALID_QUERY, s"aggregate functions cannot be nested: ${ae.sql}")
     }
     ae.aggregateFunction match {
-      case _: PythonUDAF =>
-        throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
-          s"$name: pandas/Arrow aggregate UDFs run over all rows of a group at once and cannot be merged incrementally; use a built-in aggregate or a Scala Aggregator")
+      case udaf: PythonUDAF => throw pythonAggregate(udaf.name)
       case _: DeclarativeAggregate | _: ImperativeAggregate =>
       case _: RuntimeReplaceableAggregate =>
       case other =>

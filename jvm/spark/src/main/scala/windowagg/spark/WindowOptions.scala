@@ -2,21 +2,25 @@ package windowagg.spark
 
 import java.util.Locale
 
+import windowagg.core.WindowError
+
 /**
  * How a windowed aggregation reads its time column and, in streaming, what it emits:
  *  - `timeUnit`: the unit of an integral time column ('milliseconds', 'microseconds', 'seconds'), needed
  *    when the definition has durations or dates;
- *  - `emit`: "final" (each window once, when final; append output mode) or "updates" (every
- *    window a micro-batch changed, with its current value; update output mode);
+ *  - `emit`: "final" (each window once, when final; append output mode), "updates" (every
+ *    window a micro-batch changed, with its current value; update output mode) or "every <duration>"
+ *    (early firing: open windows' running values at most once per interval, then the final value,
+ *    marked `is_final`; update output mode): see [[streaming.Emission]];
  *  - `lateRows`: "count" (late and null-time rows are counted in the query's observed metrics
  *    "windowagg") or "emit" (they also come out as rows with `late_reason` and `late_row`);
  *  - `time`: "event" (the time column's values, against the watermark) or "processing" (streaming
  *    only: the time column is `current_timestamp()`, each row's time is its micro-batch's, and
  *    windows close on Spark's processing-time clock, as Storm's default).
  */
-final case class WindowOptions(timeUnit: Option[String] = None, emit: String = "final", lateRows: String = "count",
-    time: String = "event") {
-  def emitUpdates: Boolean = emit == "updates"
+final case class WindowOptions(timeUnit: Option[String] = None, emission: streaming.Emission = streaming.Emission.Final,
+    lateRows: String = "count", time: String = "event") {
+  def emit: String = emission.name
   def emitLateRows: Boolean = lateRows == "emit"
   def processingTime: Boolean = time == "processing"
   override def toString: String =
@@ -35,9 +39,10 @@ object WindowOptions {
       k.toLowerCase(Locale.ROOT) match {
         case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
         case "emit" =>
-          val e = value.toLowerCase(Locale.ROOT)
-          if (e != "final" && e != "updates") throw WindowAggException(WindowAggError.INVALID_OPTION, s"emit must be 'final' or 'updates', got '$v'")
-          o.copy(emit = e)
+          val emission =
+            try streaming.Emission.parse(value)
+            catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
+          o.copy(emission = emission)
         case "laterows" | "late_rows" =>
           val l = value.toLowerCase(Locale.ROOT)
           if (l != "count" && l != "emit") throw WindowAggException(WindowAggError.INVALID_OPTION, s"lateRows must be 'count' or 'emit', got '$v'")

@@ -3,6 +3,8 @@ package windowagg.spark
 import org.apache.spark.sql.SparkSession
 import org.scalatest.{BeforeAndAfterAll, Suite}
 
+import windowagg.spark.streaming.StreamingWindowPlanner
+
 /** One local SparkSession with the windowagg extension for a suite. */
 trait SparkSessionFixture extends BeforeAndAfterAll { self: Suite =>
   @transient lazy val spark: SparkSession = SparkSession.builder()

@@ -12,6 +12,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.SlidingWindows
 import windowagg.functions.window
+import windowagg.spark.streaming.StreamingWindowPlanner
 
 class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
 

@@ -12,6 +12,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CountWindows, SessionWindows, SlidingWindows, WindowDefinition}
 import windowagg.functions.window
+import windowagg.spark.streaming.{StateRecord, StreamingStartCheck}
 
 /** Misuse a streaming query can only show when it starts: emit against the output mode, and a checkpoint built by another query. */
 class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {

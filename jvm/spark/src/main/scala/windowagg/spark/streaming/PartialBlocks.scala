@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.streaming
 
 import java.nio.ByteBuffer
 
@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming.MapState
 
 import windowagg.core.Reaching
+import windowagg.spark.SparkAggregates
 
 /**
  * A run of one key's partials in time order, as one state entry: each partial's time and its

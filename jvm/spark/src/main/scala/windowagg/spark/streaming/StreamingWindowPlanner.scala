@@ -1,27 +1,29 @@
-package windowagg.spark
+package windowagg.spark.streaming
 
 import org.apache.spark.sql.{Encoders, Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.functions.{col, count_if, lit}
-import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
+import org.apache.spark.sql.streaming.TimeMode
 import org.apache.spark.sql.types.{BinaryType, Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{MergingWindows, RowWindows, WindowDefinition}
+import windowagg.{RowWindows, WindowDefinition}
+import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, PackedRow, UnpackedRow, WindowAggError, WindowAggException,
+  WindowAggregate, WindowOptions, WindowView}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
- * third-party stateful logic: `transformWithState` in event-time (or processing-time) mode with a
- * [[KeyedWindowProcessor]] ([[WindowProcessor]], [[SessionWindowProcessor]] or [[RowWindowProcessor]]),
- * on the RocksDB state store. The result has the batch node's output (same expression ids), plus
- * `late_reason` and `late_row` when late rows are emitted.
+ * third-party stateful logic: `transformWithState` in event-time (or processing-time) mode with the
+ * [[KeyedWindowProcessor]] driving the kind's [[StreamingKind]], on the RocksDB state store. The
+ * result has the batch node's output (same expression ids), plus `late_reason` and `late_row` when
+ * late rows are emitted, `retraction` for sessions in update mode and `is_final` with early firing.
  */
 object StreamingWindowPlanner {
   val RocksDbProvider = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
   val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
-  /** The name of the observed metrics holding the late and null-time row counts. */
+  /** The name of the observed metrics holding the counts of rows not windowed, by reason. */
   val MetricsName = "windowagg"
   /** In update mode, marks the rows that retract a session merged into another. */
   val RetractionColumn = "retraction"
@@ -38,15 +40,9 @@ object StreamingWindowPlanner {
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
     }
-    if (node.windows.isInstanceOf[RowWindows] && options.emitUpdates) {
-      throw WindowAggException(WindowAggError.INVALID_OPTION,
-        s"$definition cuts windows at rows, whose order is settled only once the watermark passes them: " +
-          "its windows come out final only; use emit 'final' (and the append output mode)")
-    }
-    if (!node.windows.everFinal && !options.emitUpdates) {
-      throw WindowAggException(WindowAggError.INVALID_OPTION,
-        s"$definition never closes, so no window would ever be final: use emit 'updates' (and the update output mode)")
-    }
+    val kind = StreamingKind.of(node.windows)
+    val emission = options.emission
+    kind.check(definition, node.windows, emission)
     val grace = node.windows.graceTicks
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
@@ -86,46 +82,42 @@ object StreamingWindowPlanner {
       timeColumn = node.timeColumn,
       functions = node.functions.map(f => rebind(f).asInstanceOf[org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction]),
       filters = node.filters.map(rebind),
-      emitUpdates = options.emitUpdates,
+      emission = emission,
       gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
       gapType = node.gap.map(_.dataType),
       tieOrder = tieOrder(node, valueAttributes, rebind),
       processingTime = options.processingTime,
       views = node.views,
       description = description(node, definition, options))
-    val spec = rowByRow.copy(mergedBeforeShuffle = MergeBeforeShuffle.applies(rowByRow) && MergeBeforeShuffle.enabled(session))
+    val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
 
-    // the processors get each row's values packed in binary form, beside the keys they group by
-    val packed =
-      if (spec.mergedBeforeShuffle) {
-        MergeBeforeShuffle(spec, groupKeys.map(_.toAttribute),
-          packed = AttributeReference(StreamingWindowSpec.PackedValues, BinaryType, nullable = false)(),
-          merged = AttributeReference(MergeBeforeShuffle.MergedColumn, BinaryType)(),
-          child = Project(valueAttributes ++ groupKeys, Project(values, marked)))
-      } else {
-        Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), StreamingWindowSpec.PackedValues)()), Project(values, marked))
-      }
-    val grouped = SparkInternals.dataFrame(session, packed).groupBy(groupKeys.map(k => SparkInternals.column(k.toAttribute)): _*)
-      .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.packedSchema))
-    val outputMode = if (options.emitUpdates) OutputMode.Update() else OutputMode.Append()
-    val processor = node.windows match {
-      case _: MergingWindows => new SessionWindowProcessor(spec)
-      case rows: RowWindows => new RowWindowProcessor(spec, rows)
-      case _ => new WindowProcessor(spec)
+    // the processor gets, per row, the keys it groups by, the row's values packed whole and/or a piece
+    // of rows combined before the shuffle
+    val whole = AttributeReference(StreamingWindowSpec.Whole, BinaryType)()
+    val piece = AttributeReference(StreamingWindowSpec.Piece, BinaryType)()
+    val shipped = spec.combine match {
+      case _: Combine.Rows =>
+        Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), whole.name)(exprId = whole.exprId),
+          Alias(Literal(null, BinaryType), piece.name)(exprId = piece.exprId)), Project(values, marked))
+      case _ =>
+        CombineBeforeShuffle(spec, groupKeys.map(_.toAttribute), whole, piece, Project(valueAttributes ++ groupKeys, Project(values, marked)))
     }
+    val grouped = SparkInternals.dataFrame(session, shipped).groupBy(groupKeys.map(k => SparkInternals.column(k.toAttribute)): _*)
+      .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.inputSchema))
     val timeMode = if (options.processingTime) TimeMode.ProcessingTime() else TimeMode.EventTime()
     // the processor emits its rows in binary form (no conversion through Row per output row); they are read back in place
-    val emitted = grouped.transformWithState(processor, timeMode, outputMode)(Encoders.BINARY).queryExecution.analyzed
+    val emitted = grouped.transformWithState(new KeyedWindowProcessor(spec), timeMode, emission.outputMode)(Encoders.BINARY)
+      .queryExecution.analyzed
     val row = Alias(UnpackedRow(emitted.output.head, spec.outputSchema), "row")()
     val columns = spec.outputSchema.fields.zipWithIndex.map { case (f, i) =>
       Alias(GetStructField(row.toAttribute, i, Some(f.name)), f.name)()
     }
     val processed = SparkInternals.dataFrame(session, Project(columns.toSeq, Project(Seq(row), emitted)))
-    val kind = col(StreamingWindowSpec.Kind)
+    val rowKind = col(StreamingWindowSpec.Kind)
     val reason = col(StreamingWindowSpec.LateReason)
-    val counts = NotWindowed.inStreaming.map(n => count_if(kind === StreamingWindowSpec.LateKind && reason === lit(n.reason)).as(n.observed))
+    val counts = NotWindowed.inStreaming.map(n => count_if(rowKind === StreamingWindowSpec.LateKind && reason === lit(n.reason)).as(n.observed))
     val observed = processed.observe(MetricsName, counts.head, counts.tail: _*)
-    val kept = if (options.emitLateRows) observed else observed.where(kind =!= StreamingWindowSpec.LateKind)
+    val kept = if (options.emitLateRows) observed else observed.where(rowKind =!= StreamingWindowSpec.LateKind)
 
     val plan = kept.queryExecution.analyzed
     val out = plan.output
@@ -134,12 +126,12 @@ object StreamingWindowPlanner {
     }
     val late = if (options.emitLateRows) Seq(out(spec.lateReasonOrdinal), out(spec.lateRowOrdinal)) else Nil
     // sessions in update mode: merged-away sessions come as rows marked retraction = true
-    val retraction = node.windows match {
-      case _: MergingWindows if options.emitUpdates =>
+    val retraction =
+      if (kind.retracts && emission.emitsChanges) {
         Seq(Alias(EqualTo(out(spec.kindOrdinal), Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
-      case _ => Nil
-    }
-    Project(named ++ late ++ retraction, plan)
+      } else Nil
+    val isFinal = if (emission.earlyEvery.isDefined) Seq(out(spec.isFinalOrdinal)) else Nil
+    Project(named ++ late ++ retraction ++ isFinal, plan)
   }
 
   /** What the query computes into its state, in words: recorded with the checkpoint and compared on restart. */

@@ -2,14 +2,20 @@ package windowagg.spark
 
 import scala.util.Random
 
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.streaming.runtime.{MemoryStream, StreamingQueryWrapper}
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CumulativeWindows, SessionWindows, SlidingWindows, TimeWindows, WindowDefinition}
 import windowagg.functions.window
+import windowagg.spark.streaming.{CombineBeforeShuffle, SessionRunsExec, StreamingIntakeExec}
 
-class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
+/**
+ * Streaming rows combined before the shuffle (per key and partial time through Spark's partial
+ * aggregation, or in session runs) give exactly what shuffling every row gives, late rows included.
+ */
+class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
 
   private val rnd = new Random(11)
   // time order between micro-batches, shuffled within each, with a tenth of the rows held back two
@@ -21,10 +27,10 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
   private val batches = chunks.indices.map(i =>
     rnd.shuffle(chunks(i) ++ held.filter(e => math.min(e._2 / 500 + 2, chunks.length - 1) == i)))
 
-  /** The query's output (sorted, as text), and its merge operators' input and merged rows over all micro-batches. */
+  /** The query's output (sorted, as text), the rows its combining operators read and the rows its last shuffle shipped, over all micro-batches. */
   private def run(name: String, definition: WindowDefinition, merge: Boolean): (Seq[String], Long, Long) = {
     import spark.implicits._
-    spark.conf.set(AggregateBeforeShuffle.Conf, if (merge) "auto" else "never")
+    spark.conf.set(AggregateBeforeShuffle.Conf, if (merge) "always" else "never")
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false") // every execution holds rows
     val input = MemoryStream[(String, Long, Long)](spark, 3)
     val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_millis(col("t")).as("ts"), col("v"))
@@ -38,10 +44,14 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
       (batches :+ Seq(("flush", 100000L, 0L)) :+ Seq(("flush", 200000L, 0L))).foreach { part =>
         input.addData(part)
         query.processAllAvailable()
-        query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan.foreach {
-          case e: MergeBeforeShuffleExec => rows += e.metrics("inputRows").value; merged += e.metrics("mergedRows").value
+        val plan = query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan
+        plan.foreach {
+          case e: StreamingIntakeExec => rows += e.metrics("combinedRows").value + e.metrics("wholeRows").value
+          case e: SessionRunsExec => rows += e.metrics("inputRows").value
           case _ =>
         }
+        // the shuffle into the stateful operator (every micro-batch has rows)
+        merged += plan.collect { case s: ShuffleExchangeExec => s.metrics("shuffleRecordsWritten").value }.sum
       }
     } finally {
       query.stop()
@@ -50,19 +60,32 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     (spark.table(name).where(col("k") =!= "flush").collect().map(_.toString).toSeq.sorted, rows, merged)
   }
 
+  /**
+   * The most rows combining may ship, given the partial time of a row's slice: one per key and
+   * slice in each input partition of a micro-batch, plus the held-back rows (shipped whole when
+   * late) and the two flushing rows.
+   */
+  private def shippedAtMost(sliceOf: Long => Long): Long =
+    batches.map(b => math.min(b.size.toLong, 3L * b.map { case (k, t, _) => (k, sliceOf(t)) }.distinct.size)).sum +
+      held.size + 2
+
   Seq(
-    "sessions" -> SessionWindows.withInactivityGap("100 milliseconds").grace("0 seconds"),
-    "sliding windows" -> SlidingWindows.of("200 milliseconds").grace("0 seconds"),
-    "hopping windows" -> TimeWindows.of("300 milliseconds").advanceBy("100 milliseconds").grace("0 seconds"),
-    "cumulative windows" -> CumulativeWindows.of("100 milliseconds", "500 milliseconds").grace("0 seconds")
-  ).zipWithIndex.foreach { case ((kind, definition), i) =>
-    test(s"$kind: rows merged before the shuffle give the same windows and late rows as shuffling each row") {
-      val (merged, rows, mergedRows) = run(s"merged_$i", definition, merge = true)
+    // a session run holds the rows of one key that a gap of 100 ms joins
+    ("sessions", SessionWindows.withInactivityGap("100 milliseconds").grace("0 seconds"), events.length / 3L),
+    // sliding windows' partial times are their rows' own: only rows of one key and time combine
+    ("sliding windows", SlidingWindows.of("200 milliseconds").grace("0 seconds"), shippedAtMost(t => t)),
+    ("hopping windows", TimeWindows.of("300 milliseconds").advanceBy("100 milliseconds").grace("0 seconds"),
+      shippedAtMost(_ / 100)),
+    ("cumulative windows", CumulativeWindows.of("100 milliseconds", "500 milliseconds").grace("0 seconds"),
+      shippedAtMost(_ / 100))
+  ).zipWithIndex.foreach { case ((kind, definition, most), i) =>
+    test(s"$kind: rows combined before the shuffle give the same windows and late rows as shuffling each row") {
+      val (merged, rows, shipped) = run(s"merged_$i", definition, merge = true)
       val (each, rowsEach, _) = run(s"each_$i", definition, merge = false)
       assert(merged == each)
       assert(merged.exists(_.contains("late")), "some rows are late")
-      assert(rowsEach == 0 && rows == events.length + 2, "every row went through the merge")
-      assert(mergedRows > 0 && mergedRows < rows / 3, s"$mergedRows merged rows of $rows rows")
+      assert(rowsEach == 0 && rows == events.length + 2, "every row went through the combining operator")
+      assert(shipped > 0 && shipped <= most, s"$shipped rows shipped for $rows rows (at most $most)")
     }
   }
 
@@ -73,7 +96,7 @@ class MergeBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     def merges(definition: WindowDefinition, options: Map[String, String], aggregate: org.apache.spark.sql.Column,
         time: org.apache.spark.sql.Column = col("ts")): Boolean =
       stream.groupBy(col("k"), window(time, definition, options)).agg(aggregate)
-        .queryExecution.analyzed.collectFirst { case m: MergeBeforeShuffle => m }.isDefined
+        .queryExecution.analyzed.collectFirst { case c: CombineBeforeShuffle => c }.isDefined
     val sessions = SessionWindows.withInactivityGap("1 second").grace("0 seconds")
     assert(merges(sessions, Map.empty, sum("v")))
     assert(!merges(sessions, Map.empty, collect_list("v")))

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.streaming
 
 import java.nio.charset.StandardCharsets
 
@@ -13,6 +13,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, TransformWithSt
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
 import org.apache.spark.sql.streaming.OutputMode
+
+import windowagg.spark.{WindowAggError, WindowAggException, WindowAggVersion}
 
 /**
  * A streaming processor's state layout, named, and its version; it also reads the versions from
@@ -78,11 +80,12 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
           "only and emits each window when it is final (emit 'final', append mode) or when it changes (emit " +
           "'updates', update mode); start the query with outputMode('append') or outputMode('update')")
     }
-    processors.find(_.emitsUpdates).foreach { p =>
+    processors.find(_.emission.outputMode == OutputMode.Update()).foreach { p =>
       if (mode == OutputMode.Append()) {
+        val what = if (p.emission.emitsChanges) "every new value of a window" else "early values of a window before its final one"
         throw WindowAggException(WindowAggError.OUTPUT_MODE,
-          s"emit 'updates' (${p.stateRecord.field(Window).getOrElse("")}) sends every new value of a window" +
-            (if (p.stateRecord.layout == SessionWindowProcessor.Layout.name) " and retracts merged sessions" else "") +
+          s"emit '${p.emission}' (${p.stateRecord.field(Window).getOrElse("")}) sends $what" +
+            (if (p.retracts && p.emission.emitsChanges) " and retracts merged sessions" else "") +
             ", which an append-mode sink would keep as new rows: start the query with outputMode('update'), " +
             "or use emit 'final' with outputMode('append')")
       }
@@ -221,10 +224,4 @@ object StreamingStartCheck {
     try out.write(json.writerWithDefaultPrettyPrinter().writeValueAsString(root).getBytes(StandardCharsets.UTF_8))
     finally out.close()
   }
-}
-
-/** The running windowagg's version, from its jar's manifest. */
-object WindowAggVersion {
-  lazy val current: String =
-    Option(classOf[StateRecord].getPackage.getImplementationVersion).getOrElse("development build")
 }

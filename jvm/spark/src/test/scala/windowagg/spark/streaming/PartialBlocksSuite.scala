@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.streaming
 
 import scala.collection.mutable
 
@@ -10,6 +10,8 @@ import org.apache.spark.sql.types.LongType
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+import windowagg.spark.SparkAggregates
 
 /**
  * The streaming processor's blocks of partials against a plain sorted map of the same partials:

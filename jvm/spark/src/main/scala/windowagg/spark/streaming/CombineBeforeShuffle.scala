@@ -1,0 +1,263 @@
+package windowagg.spark.streaming
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.TaskContext
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, AggregateFunction, Count, Partial}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
+import org.apache.spark.sql.windowagg.SparkInternals
+
+import windowagg.core.SessionMerging
+import windowagg.spark.{PackedRow, RowIntake}
+
+/** How a streaming aggregation's rows combine before the shuffle (the kind's choice), and why. */
+sealed abstract class Combine(val why: String) extends Serializable {
+  override def toString: String = s"$name ($why)"
+  def name: String
+}
+
+object Combine {
+  /** Every row crosses the shuffle whole. */
+  final case class Rows(override val why: String) extends Combine(why) {
+    override def name: String = "rows"
+  }
+
+  /** Spark's partial aggregation per (key, partial time) of the rows certain to be in a window. */
+  final case class PartialsByTime(override val why: String) extends Combine(why) {
+    override def name: String = "partials aggregated before the shuffle"
+  }
+
+  /** A key's rows after the watermark join in session runs ([[Sessions.KeyRuns]]). */
+  final case class SessionRuns(override val why: String) extends Combine(why) {
+    override def name: String = "session runs merged before the shuffle"
+  }
+
+  def none(why: String): Combine = Rows(why)
+}
+
+/**
+ * A streaming aggregation's rows on their way to the processor: per row the keys, the row's values
+ * whole ([[StreamingWindowSpec.Whole]]) or null, and a piece of combined rows
+ * ([[StreamingWindowSpec.Piece]]) or null, as `spec.combine` says. The child's output is the row's
+ * values (the spec's value attributes, in order), then the grouping keys. Only rows that cannot be
+ * late and are certain to be in a window combine; a window holding them stays open past the
+ * micro-batch's watermark. Others (and rows with a null time, or in no window) cross whole, since
+ * only the processor's state can tell whether they are late or end in no window, and such a row is
+ * emitted whole.
+ */
+case class CombineBeforeShuffle(spec: StreamingWindowSpec, keys: Seq[Attribute], whole: Attribute, piece: Attribute,
+    child: LogicalPlan) extends UnaryNode {
+  override def output: Seq[Attribute] = keys ++ Seq(whole, piece)
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(whole, piece))
+  override protected def withNewChildInternal(newChild: LogicalPlan): CombineBeforeShuffle = copy(child = newChild)
+}
+
+object CombineBeforeShuffle {
+  /**
+   * The event-time watermark, in ticks, of the micro-batch whose execution asks (on the driver); the
+   * processor's own watermark is never above it. Outside a micro-batch no row counts as certain.
+   */
+  def batchWatermark(context: org.apache.spark.SparkContext, spec: StreamingWindowSpec): Long =
+    SparkInternals.runningBatchWatermarkMs(context).map(ms => Math.multiplyExact(ms, spec.ticksPerMilli)).getOrElse(Long.MaxValue)
+
+  /**
+   * The physical plan of `node` over its planned child: rows packed whole; Spark's partial
+   * aggregation per (key, partial time) after [[StreamingIntakeExec]] sends the uncertain rows
+   * whole; or the sessions' runs ([[SessionRunsExec]]).
+   */
+  def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan = {
+    val spec = node.spec
+    val values = child.output.take(spec.valueAttributes.length)
+    spec.combine match {
+      case _: Combine.Rows =>
+        ProjectExec(node.keys ++ Seq(
+          Alias(PackedRow(values), node.whole.name)(exprId = node.whole.exprId),
+          Alias(Literal(null, BinaryType), node.piece.name)(exprId = node.piece.exprId)), child)
+      case _: Combine.SessionRuns => SessionRunsExec(spec, node.keys, node.output, child)
+      case _: Combine.PartialsByTime =>
+        val partialTime = AttributeReference("_partial_time", LongType)()
+        val uncertain = AttributeReference("_uncertain_row", BinaryType)()
+        val intake = StreamingIntakeExec(spec, partialTime, uncertain, child)
+        // the spec's aggregates read its value attributes: here, the child's (the optimizer may have
+        // renamed them, e.g. removing an alias of a file source's columns)
+        val asChild = AttributeMap(spec.valueAttributes.zip(values))
+        def onChild(e: Expression): Expression = e.transform { case a: Attribute => asChild.getOrElse(a, a) }
+        val aggregates = (Count(Literal(1)) +: spec.functions).zip(Literal.TrueLiteral +: spec.filters).map { case (f, filter) =>
+          AggregateExpression(onChild(f).asInstanceOf[AggregateFunction], Partial, isDistinct = false,
+            Option(filter).filterNot(_ == Literal.TrueLiteral).map(onChild))
+        }
+        val aggregated = SparkInternals.partialAggregate(node.keys ++ Seq(partialTime, uncertain), aggregates, intake)
+        val out = aggregated.output
+        val at = node.keys.length
+        // the piece: partial time, row count, buffers ([[StreamingWindowSpec.partialAttributes]])
+        ProjectExec(out.take(at) ++ Seq(
+          Alias(out(at + 1), node.whole.name)(exprId = node.whole.exprId),
+          Alias(PackedRow(out(at) +: out.drop(at + 2)), node.piece.name)(exprId = node.piece.exprId)), aggregated)
+    }
+  }
+}
+
+/**
+ * Before Spark's partial aggregation in streaming: for each row, its partial time when it cannot be
+ * late and is certain to be in a window at the micro-batch's watermark, else its values packed
+ * whole (rows with a null time or in no window too), so that the aggregation combines the former
+ * and carries the latter through as they are.
+ */
+case class StreamingIntakeExec(spec: StreamingWindowSpec, partialTime: Attribute, uncertain: Attribute, child: SparkPlan)
+  extends UnaryExecNode {
+
+  override def output: Seq[Attribute] = child.output ++ Seq(partialTime, uncertain)
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(partialTime, uncertain))
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "combinedRows" -> SQLMetrics.createMetric(sparkContext, "rows combined by partial time"),
+    "wholeRows" -> SQLMetrics.createMetric(sparkContext, "rows sent whole (may be late, or in no window)"))
+
+  override protected def withNewChildInternal(newChild: SparkPlan): StreamingIntakeExec = copy(child = newChild)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
+    val (spec_, childOutput, outputTypes) = (spec, child.output, output.map(_.dataType).toArray)
+    val (combined, sentWhole) = (longMetric("combinedRows"), longMetric("wholeRows"))
+    child.execute().mapPartitions { rows =>
+      val intake = new RowIntake(spec_.windows, spec_.timeColumn, spec_.timeOrdinal, spec_.gapOrdinal, spec_.gapType)
+      val pack = UnsafeProjection.create(childOutput.take(spec_.valueAttributes.length), childOutput)
+      val extra = new GenericInternalRow(2)
+      val joined = new JoinedRow()
+      val toOutput = UnsafeProjection.create(outputTypes)
+      rows.map { row =>
+        val certain = intake.classify(row) == null && spec_.windows.certainlyHeldUntil(intake.time) >= watermark
+        if (certain) {
+          combined += 1
+          extra.setLong(0, intake.partialTime)
+          extra.setNullAt(1)
+        } else {
+          sentWhole += 1
+          extra.setNullAt(0)
+          extra.update(1, pack(row).copy().getBytes)
+        }
+        toOutput(joined(row, extra))
+      }
+    }
+  }
+}
+
+/**
+ * The sessions' combine before the shuffle: per partition, a key's rows after the micro-batch's
+ * watermark join in runs ([[Sessions.KeyRuns]]), shipped as one piece per run; every other row
+ * passes through whole as it comes. Memory is bounded: after [[SessionRunsExec.MaxHeld]] runs a
+ * partition sends on what it holds and starts again.
+ */
+case class SessionRunsExec(spec: StreamingWindowSpec, keys: Seq[Attribute], output: Seq[Attribute], child: SparkPlan)
+  extends UnaryExecNode {
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows"),
+    "runs" -> SQLMetrics.createMetric(sparkContext, "number of runs out"),
+    "wholeRows" -> SQLMetrics.createMetric(sparkContext, "rows passed through whole (may be late)"))
+
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override protected def withNewChildInternal(newChild: SparkPlan): SessionRunsExec = copy(child = newChild)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
+    val counters = (longMetric("inputRows"), longMetric("runs"), longMetric("wholeRows"))
+    val (spec_, keys_, childOutput, outputTypes) = (spec, keys, child.output, output.map(_.dataType).toArray)
+    child.execute().mapPartitionsWithIndex({ (partition, rows) =>
+      new SessionRunsIterator(spec_, keys_, childOutput, outputTypes, rows, partition, watermark, counters)
+    }, preservesPartitioning = true)
+  }
+}
+
+object SessionRunsExec {
+  /** Runs a partition holds before sending them on. */
+  val MaxHeld = 200000
+}
+
+/** A partition of [[SessionRunsExec]]: rows passed whole as they come, then the runs. */
+private final class SessionRunsIterator(spec: StreamingWindowSpec, keys: Seq[Attribute], childOutput: Seq[Attribute],
+    outputTypes: Array[DataType], input: Iterator[InternalRow], partition: Int, watermark: Long,
+    counters: (SQLMetric, SQLMetric, SQLMetric)) extends Iterator[InternalRow] {
+  private val tools = TaskTools.borrow(spec, partition)
+  Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => TaskTools.giveBack(tools)))
+  private val aggregates = tools.aggregates
+  private val merging = new SessionMerging[InternalRow](aggregates)
+  private val intake = new RowIntake(spec.windows, spec.timeColumn, spec.timeOrdinal, spec.gapOrdinal, spec.gapType)
+  private val keyOf = UnsafeProjection.create(keys, childOutput)
+  private val values = childOutput.take(spec.valueAttributes.length)
+  private val passThrough = UnsafeProjection.create(keys ++ Seq(PackedRow(values), Literal(null, BinaryType)), childOutput)
+  private val toOutput = UnsafeProjection.create(outputTypes)
+  private val (inputRows, runsOut, wholeRows) = counters
+
+  private var byKey = new java.util.HashMap[UnsafeRow, Sessions.KeyRuns]()
+  private var held = 0
+  private var draining: Iterator[InternalRow] = null
+  private var inputDone = false
+  private var nextRow: InternalRow = null
+
+  override def hasNext: Boolean = {
+    while (nextRow == null) {
+      if (draining != null) {
+        if (draining.hasNext) nextRow = draining.next() else draining = null
+      } else if (input.hasNext) {
+        nextRow = consume(input.next())
+        if (held >= SessionRunsExec.MaxHeld) draining = takeRuns()
+      } else if (!inputDone) {
+        inputDone = true
+        draining = takeRuns()
+      } else return false
+    }
+    true
+  }
+
+  override def next(): InternalRow = {
+    if (!hasNext) throw new NoSuchElementException
+    val row = nextRow
+    nextRow = null
+    row
+  }
+
+  // A row after the watermark bridges no closed session (each reached below the watermark when it
+  // closed), so it cannot be late; every other row passes whole, for the state to judge.
+  private def consume(row: InternalRow): InternalRow = {
+    inputRows += 1
+    if (intake.classify(row) != null || intake.time <= watermark) {
+      wholeRows += 1
+      passThrough(row)
+    } else {
+      val key = keyOf(row)
+      var runs = byKey.get(key)
+      if (runs == null) {
+        runs = new Sessions.KeyRuns(merging)
+        byKey.put(key.copy(), runs)
+      }
+      held += runs.add(intake.time, intake.reach, row, aggregates)
+      null
+    }
+  }
+
+  private def takeRuns(): Iterator[InternalRow] = {
+    val taken = byKey
+    byKey = new java.util.HashMap[UnsafeRow, Sessions.KeyRuns]()
+    held = 0
+    val extra = new GenericInternalRow(2)
+    extra.setNullAt(0)
+    val joined = new JoinedRow()
+    taken.entrySet().iterator().asScala.flatMap { entry =>
+      entry.getValue.encoded(aggregates).map { bytes =>
+        runsOut += 1
+        extra.update(1, bytes)
+        toOutput(joined(entry.getKey, extra))
+      }
+    }
+  }
+}

@@ -1,0 +1,219 @@
+package windowagg.spark.streaming
+
+import scala.collection.mutable
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.streaming._
+import org.apache.spark.sql.types.DataType
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.types.UTF8String
+
+import windowagg.spark.{NotWindowed, RowIntake, SparkAggregates, WindowView}
+
+/**
+ * The one streaming processor of windowed aggregations (transformWithState, event or processing
+ * time), for every kind: it reads each input row once ([[RowIntake]] routes the rows the definition
+ * does not window), hands the kind's [[KeyLogic]] the rest, and emits what the kind reports through
+ * the query's [[Emission]] policy, as rows of [[StreamingWindowSpec.outputSchema]] in binary form.
+ */
+final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
+  @transient private var tools: TaskTools = _
+  @transient private var logic: KeyLogic = _
+  @transient private var input: Input = _
+  @transient private var emitter: Emitter = _
+  @transient private var whole: UnsafeRow = _
+
+  private val kind: StreamingKind = spec.kind
+
+  /** What the checkpoint records about this aggregation's state, checked on restart ([[StreamingStartCheck]]). */
+  def stateRecord: StateRecord =
+    StateRecord(kind.layout.name, kind.layout.version, spec.description, Some(kind.layout.readsFrom))
+
+  def emission: Emission = spec.emission
+
+  def retracts: Boolean = kind.retracts
+
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
+    val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
+    tools = TaskTools.borrow(spec, partition)
+    input = new Input(new RowIntake(spec.windows, spec.timeColumn, spec.timeOrdinal, spec.gapOrdinal, spec.gapType))
+    emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
+    whole = new UnsafeRow(spec.valueAttributes.length)
+    logic = kind.open(spec, tools, getHandle)
+  }
+
+  override def close(): Unit = if (tools != null) {
+    TaskTools.giveBack(tools)
+    tools = null
+  }
+
+  /** The watermark, or in processing time the micro-batch's time (the time its rows carry), in ticks. */
+  private def watermarkTicks(timerValues: TimerValues): Long = Math.multiplyExact(
+    if (spec.processingTime) timerValues.getCurrentProcessingTimeInMs() else timerValues.getCurrentWatermarkInMs(),
+    spec.ticksPerMilli)
+
+  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
+    val keyRow = tools.keyToInternal(key).copy()
+    emitter.start(keyRow)
+    val keyFields = spec.keySchema.length
+    // rows the definition does not window go out here; the kind sees the others
+    val windowed = inputRows.flatMap { row =>
+      input.piece = if (row.isNullAt(keyFields + 1)) null else row.getAs[Array[Byte]](keyFields + 1)
+      if (row.isNullAt(keyFields)) {
+        input.whole = null
+        input.count = 1L
+        Some(input)
+      } else {
+        val bytes = row.getAs[Array[Byte]](keyFields)
+        whole.pointTo(bytes, bytes.length)
+        input.whole = whole
+        input.count = if (input.piece == null) 1L else logic.countOf(input.piece)
+        val why = input.intake.classify(whole)
+        if (why == null) Some(input)
+        else {
+          emitter.notWindowed(whole, why, input.count)
+          None
+        }
+      }
+    }
+    logic.onRows(keyRow, windowed, watermarkTicks(timerValues), emitter)
+    emitter.finish()
+  }
+
+  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
+    val keyRow = tools.keyToInternal(key).copy()
+    emitter.start(keyRow)
+    logic.onTimer(keyRow, watermarkTicks(timerValues), emitter)
+    emitter.finish()
+  }
+}
+
+/**
+ * Where a key's kind logic reports windows, and the processor rows it could not window; the query's
+ * [[Emission]] decides which become output rows. One per task, reused key after key.
+ */
+private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkAggregates, toOutput: UnsafeProjection) {
+  import StreamingWindowSpec._
+
+  private val emission = spec.emission
+  private var rows = mutable.ArrayBuffer.empty[Array[Byte]]
+  private var keyRow: InternalRow = _
+  // what emitted() needs, built once per task: the output row is reused, as toOutput copies it
+  private val outputRow = new GenericInternalRow(spec.isFinalOrdinal + 1)
+  private val keyTypes: Array[DataType] = spec.keySchema.fields.map(_.dataType)
+  private val resultTypes: Array[DataType] = spec.functions.map(_.dataType).toArray
+  private val viewOf: Array[WindowView.View] = spec.functions.indices.map(i => spec.views.lift(i).getOrElse(WindowView.All)).toArray
+
+  def start(key: InternalRow): Unit = keyRow = key
+
+  def finish(): Iterator[Array[Byte]] = {
+    val out = rows
+    rows = mutable.ArrayBuffer.empty[Array[Byte]]
+    out.iterator
+  }
+
+  /** Whether the emission wants every change of an open window ([[changed]]), so the kinds compute them. */
+  def wantsChanges: Boolean = emission.emitsChanges
+
+  /** A window that became final: emitted now unless every change was emitted as it happened. */
+  def finalWindow(start: Long, end: Long, buffer: InternalRow): Unit =
+    if (emission.emitsFinal) rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = true)
+
+  /** A final window whose aggregates are over its rows, or (Storm's view) its new or its expired rows. */
+  def finalWindow(start: Long, end: Long, buffer: InternalRow, newRows: InternalRow, expiredRows: InternalRow): Unit =
+    if (emission.emitsFinal) rows += emitted(WindowKind, start, end, buffer, newRows, expiredRows, null, null, isFinal = true)
+
+  /** An open window a micro-batch changed, with its current value (update emission). */
+  def changed(start: Long, end: Long, buffer: InternalRow): Unit =
+    if (emission.emitsChanges) rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = false)
+
+  /** An open window's running value, fired early (emission every ...). */
+  def early(start: Long, end: Long, buffer: InternalRow): Unit =
+    rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = false)
+
+  /** A window merged away (sessions), retracted where changes are emitted. */
+  def retracted(start: Long, end: Long): Unit =
+    if (emission.emitsChanges) rows += emitted(RetractionKind, start, end, null, null, null, null, null, isFinal = false)
+
+  /** `count` equal rows that are in no window, with their values. */
+  def notWindowed(value: InternalRow, why: NotWindowed, count: Long): Unit = {
+    var i = 0L
+    while (i < count) {
+      rows += emitted(LateKind, 0L, 0L, null, null, null, why.reason, value, isFinal = false)
+      i += 1
+    }
+  }
+
+  /** A row in no window whose values are no longer kept (kinds cut at rows keep partials): its reason only. */
+  def unwindowed(): Unit =
+    rows += emitted(LateKind, 0L, 0L, null, null, null, NotWindowed.NoWindow.reason, null, isFinal = false)
+
+  /**
+   * One output row in binary form. `buffer` is null for rows without aggregates (late rows,
+   * retractions), `newRows` and `expiredRows` null unless some aggregate is over Storm's view,
+   * `lateReason` null unless the row is in no window.
+   */
+  private def emitted(kind: Int, start: Long, end: Long, buffer: InternalRow, newRows: InternalRow,
+      expiredRows: InternalRow, lateReason: String, lateValue: InternalRow, isFinal: Boolean): Array[Byte] = {
+    val row = outputRow
+    row.setInt(spec.kindOrdinal, kind)
+    var i = 0
+    while (i < keyTypes.length) { row.update(spec.keyOrdinal(i), keyRow.get(i, keyTypes(i))); i += 1 }
+    if (lateReason != null) { row.setNullAt(spec.windowStartOrdinal); row.setNullAt(spec.windowEndOrdinal) }
+    else { row.setLong(spec.windowStartOrdinal, start); row.setLong(spec.windowEndOrdinal, end) }
+    if (buffer == null) {
+      i = 0
+      while (i < viewOf.length) { row.setNullAt(spec.aggregateOrdinal(i)); i += 1 }
+    } else {
+      setAggregates(row, WindowView.All, buffer)
+      if (newRows != null) setAggregates(row, WindowView.New, newRows)
+      if (expiredRows != null) setAggregates(row, WindowView.Expired, expiredRows)
+    }
+    if (lateReason != null) {
+      row.update(spec.lateReasonOrdinal, UTF8String.fromString(lateReason))
+      row.update(spec.lateRowOrdinal, if (lateValue == null) null else lateValue.copy())
+    } else {
+      row.setNullAt(spec.lateReasonOrdinal)
+      row.setNullAt(spec.lateRowOrdinal)
+    }
+    row.setBoolean(spec.isFinalOrdinal, isFinal)
+    val packed = toOutput(row)
+    val bytes = new Array[Byte](packed.getSizeInBytes)
+    packed.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
+    bytes
+  }
+
+  /** The aggregates over `view` in `row`, from the buffer of the rows that view is over. */
+  private def setAggregates(row: GenericInternalRow, view: WindowView.View, buffer: InternalRow): Unit = {
+    val result = aggregates.result(buffer) // reused per call: its values are taken before the next one
+    var i = 0
+    while (i < viewOf.length) {
+      if (viewOf(i) == view) row.update(spec.aggregateOrdinal(i), result.get(i, resultTypes(i)))
+      i += 1
+    }
+  }
+}
+
+/** A key's one timer in milliseconds (timers keep milliseconds), moved only when it changes. */
+private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulProcessorHandle) {
+  // A window whose last tick is `last` is final once the watermark (in ms) is past it.
+  def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1
+
+  /** A tick no later than the end a timer at `ms` was set for. */
+  def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
+
+  /**
+   * Moves the key's one timer from `current` to `wanted` (milliseconds, or none), touching Spark's
+   * timers only when it changes; returns `wanted`, for the caller to keep with the key's state.
+   */
+  def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
+    if (wanted != current) {
+      current.foreach(handle.deleteTimer)
+      wanted.foreach(handle.registerTimer)
+    }
+    wanted
+  }
+}

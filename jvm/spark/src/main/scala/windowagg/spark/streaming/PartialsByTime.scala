@@ -1,0 +1,289 @@
+package windowagg.spark.streaming
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.Encoders
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig, ValueState}
+
+import windowagg.core.WindowFinality
+import windowagg.spark.{AggregateBeforeShuffle, NotWindowed}
+
+/**
+ * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
+ * unlimited, user-defined) in streaming.
+ *
+ * State per key, two entries in steady state: [[PartialBlocks]] (one partial aggregate per partial
+ * time, a distinct time or the kind's slice, in blocks of partials kept as UnsafeRow bytes), and the
+ * key's [[PartialsByTime.Progress]]: the point `finalBefore` below which every window is final, the
+ * one event-time timer (at the last tick of the next window to become final), the blocks' keys and
+ * the rows waiting to learn whether a window holds them. Windows come from the kind's cursor over
+ * the partials, as in batch; blocks no open window can need are dropped, so state stays within the
+ * kind's largest span + grace. A micro-batch reads a key's blocks only when one of its windows has
+ * become final (or to emit changes), and otherwise only the blocks its new rows fall in. With early
+ * firing, one more entry keeps the partial times changed since the key's last firing.
+ *
+ * Before the shuffle, rows certain to be in a window combine per (key, partial time) through
+ * Spark's partial aggregation ([[CombineBeforeShuffle]]); the pieces are its partials.
+ */
+private[spark] object PartialsByTime extends StreamingKind {
+  /**
+   * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
+   * timer entries; version 2 (0.3.0) had no pending rows, so it reads as version 3 with none.
+   */
+  override val layout: StateLayout = StateLayout("partials by time", 3, readsFrom = 2)
+
+  override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
+    val choice = AggregateBeforeShuffle.choose(mode, spec.windows, spec.functions, perRowLength = false)
+    if (spec.processingTime) Combine.none("processing time: every row is in its micro-batch's windows")
+    else if (spec.withViews) Combine.none("Storm's window view reads rows")
+    else if (choice.aggregated) Combine.PartialsByTime(choice.why)
+    else Combine.none(choice.why)
+  }
+
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic =
+    new Logic(spec, tools, handle)
+
+  /** A row kept whole until it is known whether some window holds it (`certainlyHeldUntil`). */
+  final case class PendingRow(time: Long, bytes: Array[Byte]) {
+    def value(fields: Int): UnsafeRow = {
+      val row = new UnsafeRow(fields)
+      row.pointTo(bytes, bytes.length)
+      row
+    }
+  }
+
+  /**
+   * A key's progress, kept as one state entry read and written once per micro-batch: `finalBefore`,
+   * the timer and the block starts (8 bytes each); with pending rows, then each one's time, length
+   * and bytes, padded to 8 bytes, and the number of block starts (4 bytes), so that its length is
+   * never a multiple of 8, as it is without them (all of version 2).
+   */
+  final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long], var pending: Vector[PendingRow]) {
+    def timer: Option[Long] = if (timerMs == Progress.NoTimer) None else Some(timerMs)
+
+    def encode: Array[Byte] = if (pending.isEmpty) {
+      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length)
+      out.putLong(finalBefore).putLong(timerMs)
+      blockStarts.foreach(out.putLong)
+      out.array()
+    } else {
+      val pendingBytes = pending.map(12 + _.bytes.length).sum
+      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length + ((pendingBytes + 7) & ~7) + 4)
+      out.putLong(finalBefore).putLong(timerMs)
+      blockStarts.foreach(out.putLong)
+      pending.foreach(r => out.putLong(r.time).putInt(r.bytes.length).put(r.bytes))
+      out.putInt(out.capacity() - 4, blockStarts.length)
+      out.array()
+    }
+  }
+
+  object Progress {
+    val NoTimer: Long = Long.MinValue
+
+    def empty: Progress = new Progress(Long.MinValue, NoTimer, Array.emptyLongArray, Vector.empty)
+
+    def decode(bytes: Array[Byte]): Progress = {
+      val in = ByteBuffer.wrap(bytes)
+      val finalBefore = in.getLong()
+      val timerMs = in.getLong()
+      if (bytes.length % 8 == 0) { // version 2
+        new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()), Vector.empty)
+      } else {
+        val starts = Array.fill(in.getInt(bytes.length - 4))(in.getLong())
+        val pending = Vector.newBuilder[PendingRow]
+        // a pending row takes at least 12 bytes, more than the padding
+        while (bytes.length - 4 - in.position() >= 12) {
+          val time = in.getLong()
+          val row = new Array[Byte](in.getInt())
+          in.get(row)
+          pending += PendingRow(time, row)
+        }
+        new Progress(finalBefore, timerMs, starts, pending.result())
+      }
+    }
+  }
+
+  /** With early firing: the interval the key last fired in, and the partial times changed since (sorted). */
+  final case class Firing(lastInterval: Long, changed: Array[Long]) {
+    def encode: Array[Byte] = {
+      val out = ByteBuffer.allocate(8 + 8 * changed.length).putLong(lastInterval)
+      changed.foreach(out.putLong)
+      out.array()
+    }
+  }
+
+  object Firing {
+    val Never: Firing = Firing(Long.MinValue, Array.emptyLongArray)
+
+    def decode(bytes: Array[Byte]): Firing = {
+      val in = ByteBuffer.wrap(bytes)
+      Firing(in.getLong(), Array.fill((bytes.length - 8) / 8)(in.getLong()))
+    }
+  }
+
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle) extends KeyLogic {
+    private val aggregates = tools.aggregates
+    private val blockState: MapState[Long, Array[Byte]] =
+      handle.getMapState[Long, Array[Byte]]("blocks", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
+    private val progressState: ValueState[Array[Byte]] = handle.getValueState[Array[Byte]]("progress", Encoders.BINARY, TTLConfig.NONE)
+    private val early: Option[Long] = spec.emission.earlyEvery
+    private val firingState: Option[ValueState[Array[Byte]]] =
+      early.map(_ => handle.getValueState[Array[Byte]]("firing", Encoders.BINARY, TTLConfig.NONE))
+    private val finality = new WindowFinality(spec.windows)
+    private val timers = new Timers(spec, handle)
+    private val windows = spec.windows
+    private val values = spec.valueAttributes.length
+    // a piece: Spark's partial of rows combined before the shuffle ([[StreamingWindowSpec.partialAttributes]])
+    private val piece = new UnsafeRow(spec.partialAttributes.length)
+
+    override def countOf(bytes: Array[Byte]): Long = {
+      piece.pointTo(bytes, bytes.length)
+      piece.getLong(1)
+    }
+
+    override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
+      val progress = readProgress()
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+      // Windows that became final before these rows arrived are closed first: rows behind the
+      // watermark may only change windows that are still open.
+      var nextEnd = finalizeUpTo(watermark, progress, blocks, out)
+
+      val fresh = mutable.LongMap.empty[InternalRow]
+      def into(partialTime: Long): InternalRow = fresh.getOrElseUpdate(partialTime, aggregates.newEmpty())
+      rows.foreach { in =>
+        if (in.whole != null) {
+          val t = in.time
+          if (finality.isLate(t, watermark)) out.notWindowed(in.whole, NotWindowed.Late, in.count)
+          else {
+            if (in.piece == null) aggregates.update(into(in.partialTime), in.whole)
+            else {
+              piece.pointTo(in.piece, in.piece.length)
+              tools.partials.update(into(in.partialTime), piece)
+            }
+            // only later rows can make a window hold it: kept until every window that could is final
+            if (windows.certainlyHeldUntil(t) < watermark) {
+              val kept = PendingRow(t, in.whole.copy().getBytes)
+              progress.pending ++= Iterator.fill(in.count.toInt)(kept)
+            }
+          }
+        } else {
+          // pieces hold only rows certain to be in a window at the micro-batch's watermark
+          piece.pointTo(in.piece, in.piece.length)
+          val partialTime = piece.getLong(0)
+          if (windows.certainlyHeldUntil(partialTime) < watermark) {
+            throw new IllegalStateException(s"rows at $partialTime were combined before the shuffle as certain to be in a " +
+              s"window, but the watermark is $watermark")
+          }
+          tools.partials.update(into(partialTime), piece)
+        }
+      }
+      var changed = Array.emptyLongArray
+      if (fresh.nonEmpty) {
+        changed = fresh.keys.toArray
+        java.util.Arrays.sort(changed)
+        blocks.add(changed, changed.map(fresh))
+        // every window holding or created by a new time ends at or after it, and an open one at or
+        // after the watermark; a timer fired early finds the real next end
+        nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(changed(0), watermark)))
+        if (out.wantsChanges) {
+          finality.windowsChangedBy(blocks.from(finality.oldestNeeded(progress.finalBefore)), aggregates, watermark, changed) {
+            (s, e, p) => out.changed(s, e, p)
+          }
+        }
+      }
+      val fireAt = fireEarly(watermark, progress, blocks, changed, out)
+      save(progress, blocks, (nextEnd ++ fireAt).minOption)
+    }
+
+    override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
+      val progress = readProgress()
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+      val nextEnd = finalizeUpTo(watermark, progress, blocks, out)
+      progress.timerMs = Progress.NoTimer // the fired timer is gone
+      val fireAt = fireEarly(watermark, progress, blocks, Array.emptyLongArray, out)
+      save(progress, blocks, (nextEnd ++ fireAt).minOption)
+    }
+
+    /**
+     * Emits the windows ending in [finalBefore, watermark) as final, routes the pending rows that no
+     * window held once every window that could is final, drops blocks no open window needs, and
+     * returns the end of the next window to become final (or the time a pending row is settled).
+     * The key's timer says when that is, so the blocks are read only if a window is due.
+     */
+    private def finalizeUpTo(watermark: Long, progress: Progress, blocks: PartialBlocks, out: Emitter): Option[Long] = {
+      val from = progress.finalBefore
+      val pending = progress.timer.map(timers.timerEnd)
+      if (watermark <= from) return pending
+      // the timer is at or before the next window's last tick: until the watermark passes it, no window is due
+      if (pending.forall(_ >= watermark)) {
+        progress.finalBefore = watermark
+        return pending
+      }
+      val next = finality.windowsEndingIn(blocks.from(finality.oldestNeeded(from)), aggregates, from, watermark) { (s, e, p) =>
+        out.finalWindow(s, e, p)
+        if (progress.pending.nonEmpty) {
+          val last = windows.lastTick(e)
+          progress.pending = progress.pending.filterNot(r => s <= r.time && r.time <= last)
+        }
+      }
+      progress.finalBefore = watermark
+      val (settled, waiting) = progress.pending.partition(r => windows.closesAt(r.time) < watermark)
+      settled.foreach(r => out.notWindowed(r.value(values), NotWindowed.NoWindow, 1L))
+      progress.pending = waiting
+      // With no window left to close, the partials wait only for rows that could still join them:
+      // none once the latest one is late, so the key's state goes (its timer is set for then).
+      val wakeUp = (next ++ waiting.map(r => windows.closesAt(r.time))).minOption
+        .orElse(blocks.lastTime.map(windows.closesAt).filter(_ >= watermark))
+      if (wakeUp.isEmpty) blocks.clear() else blocks.dropBefore(finality.oldestNeeded(watermark))
+      wakeUp
+    }
+
+    /**
+     * Early firing: once the watermark has entered a later interval than the key last fired in,
+     * emits the running value of each open window that partial times changed since then. Returns
+     * the tick the key must wake at to fire the changes still waiting, if any.
+     */
+    private def fireEarly(watermark: Long, progress: Progress, blocks: PartialBlocks, changed: Array[Long],
+        out: Emitter): Option[Long] = early.flatMap { every =>
+      val state = firingState.get
+      val firing = Option(state.get()).map(Firing.decode).getOrElse(Firing.Never)
+      val pending = if (changed.isEmpty) firing.changed else (firing.changed ++ changed).distinct.sorted
+      val interval = Math.floorDiv(watermark, every)
+      if (pending.isEmpty || blocks.isEmpty) {
+        if (firing.changed.nonEmpty || blocks.isEmpty) state.clear()
+        None
+      } else if (interval > firing.lastInterval) {
+        finality.windowsChangedBy(blocks.from(finality.oldestNeeded(progress.finalBefore)), aggregates, watermark, pending) {
+          (s, e, p) => out.early(s, e, p)
+        }
+        state.update(Firing(interval, Array.emptyLongArray).encode)
+        None
+      } else {
+        if (changed.nonEmpty) state.update(Firing(firing.lastInterval, pending).encode)
+        Some(Math.multiplyExact(interval + 1, every) - 1) // due once the watermark passes the last tick of this interval
+      }
+    }
+
+    /**
+     * Writes the changed blocks and the key's progress with its one timer at the expiry of `wakeAt`.
+     * A key with no partials left keeps no state: its next rows start from the watermark they meet.
+     */
+    private def save(progress: Progress, blocks: PartialBlocks, wakeAt: Option[Long]): Unit = {
+      blocks.flush()
+      val wanted = if (blocks.isEmpty) None else wakeAt.map(timers.expiryMs)
+      progress.timerMs = timers.move(progress.timer, wanted).getOrElse(Progress.NoTimer)
+      if (blocks.isEmpty) progressState.clear()
+      else {
+        progress.blockStarts = blocks.blockStarts
+        progressState.update(progress.encode)
+      }
+    }
+
+    // one read: get() is null for a key without state, where exists() and get() would read twice
+    private def readProgress(): Progress = Option(progressState.get()).map(Progress.decode).getOrElse(Progress.empty)
+  }
+}

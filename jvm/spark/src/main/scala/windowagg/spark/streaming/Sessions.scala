@@ -1,0 +1,301 @@
+package windowagg.spark.streaming
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.Encoders
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.streaming.{StatefulProcessorHandle, TTLConfig, ValueState}
+
+import windowagg.{MergingWindows, ResolvedWindows, WindowDefinition}
+import windowagg.core.{OpenSession, SessionMerging}
+import windowagg.core.Ticks.saturatingAdd
+import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowAggError, WindowAggException}
+
+/**
+ * KIP-94 sessions of a key in streaming, with a fixed or per-row gap.
+ *
+ * State per key, one entry ([[Sessions.KeySessions]]): the open sessions (each its first and last
+ * record time, its reach and its partial aggregate as UnsafeRow bytes), `closedReach`, the largest
+ * reach of its closed sessions (a record within it that bridges no open session is late), and the
+ * key's one timer, at or before the earliest reach of its open sessions: when the watermark passes
+ * that reach the session closes, so no micro-batch scans all state (a timer that fires early finds
+ * nothing final and is set again). A record merges every open session it bridges. With a fixed gap,
+ * closedReach is dropped once no on-time record can fall within it (the timer wakes the key for
+ * that); with a per-row gap a later record may reach back arbitrarily far, so it stays. In update
+ * mode, a session merged away (including one extended to new bounds) is retracted and the merged
+ * session emitted.
+ *
+ * Before the shuffle, with a fixed gap and aggregates that merge in any order, a key's rows after
+ * the micro-batch's watermark join in runs ([[Sessions.KeyRuns]]: rows each within the gap of the
+ * run so far), shipped as one piece per run ([[Sessions.Run]]).
+ */
+private[spark] object Sessions extends StreamingKind {
+  /**
+   * Version 1 (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a
+   * timer per session reach.
+   */
+  override val layout: StateLayout = StateLayout("sessions", 2)
+
+  override def retracts: Boolean = true
+
+  override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
+    val fixedGap = spec.windows match {
+      case m: MergingWindows => m.fixedGap.isDefined && spec.gapOrdinal.isEmpty
+      case _ => false
+    }
+    val unordered = spec.functions.find(f => !AggregateBeforeShuffle.mergesInAnyOrder(f))
+    if (spec.processingTime) Combine.none("processing time")
+    else if (!fixedGap) Combine.none("each row of a session with a per-row gap is read on its own")
+    else if (unordered.isDefined) Combine.none(s"${unordered.get.prettyName} depends on the order its rows are merged in")
+    else if (mode == AggregateBeforeShuffle.Never) Combine.none(s"${AggregateBeforeShuffle.Conf}=never")
+    else Combine.SessionRuns("a key's rows in runs within the gap")
+  }
+
+  override def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission): Unit = {
+    super.check(definition, windows, emission)
+    if (emission.earlyEvery.isDefined) {
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
+        s"$definition: a session's bounds grow as rows join it, so an early value would name a window that later " +
+          "changes or merges away; use emit 'updates' (update output mode), which retracts merged sessions")
+    }
+  }
+
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic =
+    new Logic(spec, tools, handle)
+
+  private val NoValue = Long.MinValue
+
+  /** A key's sessions state as read; `closedReach` and `timerMs` are updated in place before it is written back. */
+  final class KeySessions(val open: Vector[OpenSession[InternalRow]], initialClosedReach: Option[Long], var timerMs: Option[Long]) {
+    private var reach = initialClosedReach
+    def closedReach: Option[Long] = reach
+    def closedReach_=(value: Option[Long]): Unit = reach = value
+    def closedReachChanged: Boolean = reach != initialClosedReach
+
+    def encode(sessions: Vector[OpenSession[InternalRow]], aggregates: SparkAggregates): Array[Byte] = {
+      val partials = sessions.map(s => aggregates.toBytes(s.partial))
+      val out = ByteBuffer.allocate(8 + 8 + 8 + 4 + sessions.length * 28 + partials.map(_.length).sum)
+      out.putLong(if (reach.isDefined) 1L else 0L).putLong(reach.getOrElse(NoValue)).putLong(timerMs.getOrElse(NoValue))
+      out.putInt(sessions.length)
+      sessions.zip(partials).foreach { case (s, bytes) =>
+        out.putLong(s.first).putLong(s.last).putLong(s.reach).putInt(bytes.length).put(bytes)
+      }
+      out.array()
+    }
+  }
+
+  object KeySessions {
+    def decode(bytes: Array[Byte], aggregates: SparkAggregates): KeySessions = {
+      val in = ByteBuffer.wrap(bytes)
+      val hasReach = in.getLong() == 1L
+      val reach = in.getLong()
+      val timer = in.getLong()
+      val open = Vector.fill(in.getInt()) {
+        val first = in.getLong()
+        val last = in.getLong()
+        val sessionReach = in.getLong()
+        val length = in.getInt()
+        val partial = aggregates.fromBytes(java.util.Arrays.copyOfRange(bytes, in.position(), in.position() + length))
+        in.position(in.position() + length)
+        OpenSession(first, last, sessionReach, partial)
+      }
+      new KeySessions(open, if (hasReach) Some(reach) else None, if (timer == NoValue) None else Some(timer))
+    }
+  }
+
+  /** A run of one key's rows shipped as a piece: first and last time, reach (ticks), then its partial's bytes. */
+  object Run {
+    private val Header = 24
+
+    def encode(first: Long, last: Long, reach: Long, partial: Array[Byte]): Array[Byte] =
+      ByteBuffer.allocate(Header + partial.length).putLong(first).putLong(last).putLong(reach).put(partial).array()
+
+    def decode(bytes: Array[Byte], aggregates: SparkAggregates): OpenSession[InternalRow] = {
+      val in = ByteBuffer.wrap(bytes)
+      OpenSession(in.getLong(), in.getLong(), in.getLong(), aggregates.fromBytes(bytes, Header, bytes.length - Header))
+    }
+  }
+
+  /** A run being built: its first and last time, its reach, and the rows' partial aggregate. */
+  private final class Building(var first: Long, var last: Long, var reach: Long, val partial: InternalRow)
+
+  /**
+   * One key's session runs in a partition before the shuffle, disjoint (no run reaches another) and
+   * sorted by first time. A row within the latest run extends it in place, with no allocation; any
+   * other joins the runs it bridges by the core's rule ([[SessionMerging.addRun]]).
+   */
+  final class KeyRuns(merging: SessionMerging[InternalRow]) {
+    private val runs = mutable.ArrayBuffer.empty[Building]
+
+    /** Adds a row at `time` reaching `reach`; returns the change in the number of runs held. */
+    def add(time: Long, reach: Long, row: InternalRow, aggregates: SparkAggregates): Int = {
+      val latest = if (runs.nonEmpty) runs.last else null
+      if (latest != null && time >= latest.first && time <= latest.reach) { // rows come roughly in time order
+        aggregates.update(latest.partial, row)
+        if (time > latest.last) latest.last = time
+        if (reach > latest.reach) latest.reach = reach
+        0
+      } else {
+        val partial = aggregates.newEmpty()
+        aggregates.update(partial, row)
+        val open = runs.iterator.map(r => OpenSession(r.first, r.last, r.reach, r.partial)).toVector
+        val next = merging.addRun(open, time, time, reach, partial)._1
+        runs.clear()
+        next.foreach(s => runs += new Building(s.first, s.last, s.reach, s.partial))
+        next.length - open.length
+      }
+    }
+
+    /** The runs as pieces to shuffle. */
+    def encoded(aggregates: SparkAggregates): Iterator[Array[Byte]] =
+      runs.iterator.map(r => Run.encode(r.first, r.last, r.reach, aggregates.toBytes(r.partial)))
+  }
+
+  /** The on-time rows of one time in a micro-batch: their partial, and the largest reach among them. */
+  private final class FreshTime(var reach: Long, val partial: InternalRow)
+
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle) extends KeyLogic {
+    private val aggregates = tools.aggregates
+    private val sessionState: ValueState[Array[Byte]] = handle.getValueState[Array[Byte]]("keySessions", Encoders.BINARY, TTLConfig.NONE)
+    private val merging = new SessionMerging[InternalRow](aggregates)
+    private val timers = new Timers(spec, handle)
+    private val fixedGap: Option[Long] = spec.windows match {
+      case m: MergingWindows => m.fixedGap
+      case _ => None
+    }
+
+    override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
+      val state = load()
+      // Sessions already final are closed before these rows: rows may only change open sessions.
+      var open = closeFinal(state, watermark, out)
+      val before = open.map(s => (s.first, s.last)).toSet
+      val closed = state.closedReach
+
+      val fresh = mutable.LongMap.empty[FreshTime]
+      val joinedBefore = mutable.ArrayBuffer.empty[OpenSession[InternalRow]] // runs combined before the shuffle
+      val behind = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)] // late unless they join an open session
+      rows.foreach { in =>
+        if (in.whole == null) joinedBefore += onTimeRun(in.piece, watermark, closed)
+        else if (merging.isLate(in.time, in.reach, watermark, closed)) behind += ((in.time, in.reach, in.whole.copy()))
+        else {
+          val at = fresh.getOrElseUpdate(in.time, new FreshTime(in.reach, aggregates.newEmpty()))
+          aggregates.update(at.partial, in.whole)
+          if (in.reach > at.reach) at.reach = in.reach
+        }
+      }
+      val touched = mutable.Set.empty[Long]
+      def add(first: Long, last: Long, reach: Long, partial: InternalRow): Unit = {
+        val (next, absorbed, merged) = merging.addRun(open, first, last, reach, partial)
+        absorbed.foreach(s => touched -= s.first)
+        touched += merged.first
+        open = next
+      }
+      // On-time rows (and runs combined before the shuffle) join in runs of times each within the
+      // reach of the run so far, cut where an open session starts, so each run merges in time order
+      // with the sessions it bridges.
+      val pieces = (fresh.iterator.map { case (t, at) => OpenSession(t, t, at.reach, at.partial) } ++ joinedBefore)
+        .toArray.sortBy(_.first)
+      val openStarts = open.map(_.first)
+      var i = 0
+      while (i < pieces.length) {
+        val first = pieces(i).first
+        var last = pieces(i).last
+        var reach = pieces(i).reach
+        var partial = pieces(i).partial
+        i += 1
+        while (i < pieces.length && pieces(i).first <= reach && !openStarts.exists(s => s > last && s <= pieces(i).first)) {
+          val next = pieces(i)
+          partial = aggregates.mergeInto(partial, next.partial)
+          last = math.max(last, next.last)
+          reach = math.max(reach, next.reach)
+          i += 1
+        }
+        add(first, last, reach, partial)
+      }
+      // A row behind the watermark may reach an open session only through another such row of this
+      // micro-batch (in either direction, with per-row gaps), so they join until none bridges any more:
+      // which rows are late then does not depend on how rows were split across micro-batches.
+      var waiting = behind.sortBy(_._1).toList
+      var joined = true
+      while (joined && waiting.nonEmpty) {
+        val (bridging, rest) = waiting.partition { case (t, reach, _) => merging.bridgesAny(open, t, reach) }
+        bridging.foreach { case (t, reach, value) =>
+          val partial = aggregates.newEmpty()
+          aggregates.update(partial, value)
+          add(t, t, reach, partial)
+        }
+        joined = bridging.nonEmpty
+        waiting = rest
+      }
+      waiting.foreach { case (_, _, value) => out.notWindowed(value, NotWindowed.Late, 1L) }
+      if (touched.nonEmpty && out.wantsChanges) {
+        val after = open.map(s => (s.first, s.last)).toSet
+        before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out.retracted(first, last) }
+        open.filter(s => touched.contains(s.first)).foreach(s => out.changed(s.first, s.last, s.partial))
+      }
+      // unchanged sessions keep their bytes as read
+      save(state, open, changed = touched.nonEmpty || open.length != state.open.length, watermark)
+    }
+
+    override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
+      val state = load()
+      state.timerMs = None // the fired timer is gone
+      val open = closeFinal(state, watermark, out)
+      // With a fixed gap, a key with no open session keeps closedReach only while a record within it could be on time.
+      if (open.isEmpty && fixedGap.exists(g => state.closedReach.exists(saturatingAdd(_, g) < watermark))) {
+        state.closedReach = None
+      }
+      save(state, open, changed = open.length != state.open.length, watermark)
+    }
+
+    /** A run combined before the shuffle, which only combines rows that cannot be late. */
+    private def onTimeRun(bytes: Array[Byte], watermark: Long, closed: Option[Long]): OpenSession[InternalRow] = {
+      val run = Run.decode(bytes, aggregates)
+      if (merging.isLate(run.first, spec.windows.reach(run.first, 0L), watermark, closed)) {
+        throw new IllegalStateException(s"rows from ${run.first} to ${run.last} were combined before the shuffle as on " +
+          s"time, but the watermark is $watermark and the key's closed sessions reach $closed")
+      }
+      run
+    }
+
+    /** Reports the sessions the watermark has passed as final, and returns the others. */
+    private def closeFinal(state: KeySessions, watermark: Long, out: Emitter): Vector[OpenSession[InternalRow]] = {
+      val (done, remaining) = state.open.partition(merging.isFinal(_, watermark))
+      done.foreach { s =>
+        out.finalWindow(s.first, s.last, s.partial)
+        if (state.closedReach.forall(_ < s.reach)) state.closedReach = Some(s.reach)
+      }
+      remaining
+    }
+
+    // one read: get() is null for a key without state, where exists() and get() would read twice
+    private def load(): KeySessions = Option(sessionState.get()).map(KeySessions.decode(_, aggregates))
+      .getOrElse(new KeySessions(Vector.empty, None, None))
+
+    /**
+     * Writes the key's sessions (when they or closedReach changed) and keeps its one timer at or before
+     * the earliest reach of its open sessions, or with none, where closedReach can be dropped. A timer
+     * set earlier than that but not due at this `watermark` stays where it is: firing early, it finds
+     * nothing final and sets the next one, where moving it each micro-batch a session grows would cost
+     * Spark's timer store a delete and an insert every time.
+     */
+    private def save(state: KeySessions, open: Vector[OpenSession[InternalRow]], changed: Boolean, watermark: Long): Unit = {
+      val needed =
+        if (open.nonEmpty) Some(open.map(s => timers.expiryMs(s.reach)).min)
+        else fixedGap.flatMap(g => state.closedReach.map(r => timers.expiryMs(saturatingAdd(r, g))))
+      val watermarkMs = Math.floorDiv(watermark, spec.ticksPerMilli)
+      val wanted = needed match {
+        case Some(ms) if state.timerMs.exists(t => t <= ms && t > watermarkMs) => state.timerMs
+        case other => other
+      }
+      val timerChanged = wanted != state.timerMs
+      state.timerMs = timers.move(state.timerMs, wanted)
+      if (open.isEmpty && state.closedReach.isEmpty) sessionState.clear()
+      else if (changed || timerChanged || state.closedReachChanged) {
+        sessionState.update(state.encode(open, aggregates))
+      }
+    }
+  }
+}

@@ -1,0 +1,75 @@
+package windowagg.spark.streaming
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.streaming.StatefulProcessorHandle
+
+import windowagg.{MergingWindows, ResolvedWindows, RowWindows, WindowDefinition}
+import windowagg.spark.{AggregateBeforeShuffle, RowIntake, WindowAggError, WindowAggException}
+
+/**
+ * The streaming side of a kind of window: what it keeps per key in state and in which layout, how
+ * its rows combine before the shuffle, which emissions it can honour, and, per task, how a key's
+ * rows and timers become windows ([[KeyLogic]]). The one keyed processor ([[KeyedWindowProcessor]])
+ * drives any of them. Chosen once per query, by [[StreamingKind.of]].
+ */
+private[spark] trait StreamingKind extends Serializable {
+  /** The state layout this kind keeps, named and versioned ([[StreamingStartCheck]]). */
+  def layout: StateLayout
+
+  /** How the query's rows combine before the shuffle, and why (the planner's choice, in EXPLAIN). */
+  def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine
+
+  /** Whether update mode retracts windows merged into others. */
+  def retracts: Boolean = false
+
+  /** Refuses, at analysis and naming why, an emission this kind cannot honour. */
+  def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission): Unit = {
+    if (!windows.everFinal && emission.emitsFinal) {
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
+        s"$definition never closes, so no window would ever be final: use emit 'updates' (and the update output mode)")
+    }
+  }
+
+  /** One task's logic for its keys, over the state variables it declares on `handle`. */
+  def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic
+}
+
+private[spark] object StreamingKind {
+  def of(windows: ResolvedWindows): StreamingKind = windows match {
+    case _: MergingWindows => Sessions
+    case _: RowWindows => CountedRows
+    case _ => PartialsByTime
+  }
+}
+
+/**
+ * One task's processing of a kind's keys. Each call handles one key: its rows of a micro-batch
+ * (the windows that became final first, then the rows, then the windows they changed), or its
+ * timer; it reads the key's state, emits through `out`, and writes the state and the key's next
+ * timer back.
+ */
+private[spark] trait KeyLogic {
+  def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit
+  def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit
+
+  /** How many equal rows a whole row stands for, given the piece it came with (in the kind's codec). */
+  def countOf(piece: Array[Byte]): Long = 1L
+}
+
+/**
+ * One input row of a key, as the shuffle brought it, read in place (valid until the next). Either
+ * a row whole (`whole`), which the definition windows ([[RowIntake]] classified it: `time`,
+ * `partialTime` and `reach` are its), standing for `count` equal rows whose partial aggregate is
+ * `piece` when they were combined (else null); or a piece of rows combined before the shuffle in the
+ * kind's own codec (`whole` null).
+ */
+private[spark] final class Input(val intake: RowIntake) {
+  var whole: UnsafeRow = _
+  var piece: Array[Byte] = _
+  var count: Long = 1L
+
+  def time: Long = intake.time
+  def partialTime: Long = intake.partialTime
+  def reach: Long = intake.reach
+}

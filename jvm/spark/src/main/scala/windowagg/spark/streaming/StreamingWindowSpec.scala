@@ -1,0 +1,132 @@
+package windowagg.spark.streaming
+
+import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.encoders.{encoderFor, ExpressionEncoder}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.types._
+
+import windowagg.ResolvedWindows
+import windowagg.spark.{SparkAggregates, TimeColumn, WindowView}
+
+/**
+ * What a streaming windowed aggregation computes; shipped to the executors with the processor.
+ * `combine` says how rows combined before the shuffle ([[CombineBeforeShuffle]]).
+ */
+final case class StreamingWindowSpec(
+    windows: ResolvedWindows,
+    ticksPerMilli: Long,
+    keySchema: StructType,
+    valueAttributes: Seq[Attribute],
+    timeOrdinal: Int,
+    timeColumn: TimeColumn,
+    functions: Seq[AggregateFunction],
+    filters: Seq[Expression],
+    emission: Emission,
+    gapOrdinal: Option[Int] = None,
+    gapType: Option[DataType] = None,
+    tieOrder: Seq[Expression] = Nil,
+    processingTime: Boolean = false,
+    views: Seq[WindowView.View] = Nil,
+    description: Seq[(String, String)] = Nil,
+    combine: Combine = Combine.none("rows one by one"),
+    queryPlanId: String = java.util.UUID.randomUUID().toString) {
+
+  /** The streaming side of the kind of window. */
+  def kind: StreamingKind = StreamingKind.of(windows)
+
+  /** Whether some aggregate is over Storm's new or expired rows. */
+  def withViews: Boolean = views.exists(_ != WindowView.All)
+
+  def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
+
+  /**
+   * What the processor receives per input row: the keys; a row's values whole (packed by
+   * [[windowagg.spark.PackedRow]]) or null; and what rows combined into before the shuffle (the
+   * kind's piece, in its own codec) or null. A whole row with a piece stands for `piece`'s count of
+   * equal rows, and the piece holds their partial aggregate.
+   */
+  def inputSchema: StructType = StructType(keySchema.fields ++ Seq(
+    StructField(StreamingWindowSpec.Whole, BinaryType, nullable = true),
+    StructField(StreamingWindowSpec.Piece, BinaryType, nullable = true)))
+
+  /**
+   * The attributes of a partial made by Spark's partial aggregation before the shuffle
+   * ([[Combine.PartialsByTime]]): its partial time, its row count, then the aggregates' buffers.
+   */
+  lazy val partialAttributes: Seq[Attribute] =
+    Seq(AttributeReference("partial_time", LongType)(), AttributeReference("rows", LongType, nullable = false)()) ++
+      functions.flatMap(_.aggBufferAttributes).map(_.newInstance())
+
+  /**
+   * Rows out of the processor (in binary form): windows (kind 0), late rows (kind 1) and
+   * retractions (kind 2); `is_final` tells early values from final ones (emission every ...).
+   */
+  def outputSchema: StructType = StructType(
+    StructField(StreamingWindowSpec.Kind, IntegerType, nullable = false) +:
+      keySchema.fields.toSeq ++:
+      Seq(
+        StructField("window_start", timeColumn.windowType),
+        StructField("window_end", timeColumn.windowType)) ++:
+      functions.zipWithIndex.map { case (f, i) => StructField(s"agg_$i", f.dataType) } ++:
+      Seq(
+        StructField(StreamingWindowSpec.LateReason, StringType),
+        StructField(StreamingWindowSpec.LateRow, valueSchema),
+        StructField(StreamingWindowSpec.IsFinal, BooleanType)))
+
+  // Where each part sits in outputSchema.
+  def kindOrdinal: Int = 0
+  def keyOrdinal(i: Int): Int = 1 + i
+  def windowStartOrdinal: Int = 1 + keySchema.length
+  def windowEndOrdinal: Int = windowStartOrdinal + 1
+  def aggregateOrdinal(i: Int): Int = windowEndOrdinal + 1 + i
+  def lateReasonOrdinal: Int = aggregateOrdinal(functions.length)
+  def lateRowOrdinal: Int = lateReasonOrdinal + 1
+  def isFinalOrdinal: Int = lateRowOrdinal + 1
+  /** The columns of the batch node's output (keys, window bounds, aggregates), in its order. */
+  def resultOrdinals: Seq[Int] = keySchema.indices.map(keyOrdinal) ++ Seq(windowStartOrdinal, windowEndOrdinal) ++
+    functions.indices.map(aggregateOrdinal)
+}
+
+object StreamingWindowSpec {
+  val Kind = "_windowagg_kind"
+  val Whole = "_windowagg_values"
+  val Piece = "_windowagg_piece"
+  val LateReason = "late_reason"
+  val LateRow = "late_row"
+  val IsFinal = "is_final"
+  val WindowKind = 0
+  val LateKind = 1
+  val RetractionKind = 2
+}
+
+/**
+ * What a task builds from a spec before it can process rows: the aggregates' projections and the
+ * encoders, whose building generates and compiles code. An executor keeps them per query and
+ * partition, and each task borrows them for its lifetime instead of building them again every
+ * micro-batch.
+ */
+private[spark] final class TaskTools(spec: StreamingWindowSpec, val partition: Int) {
+  val key: (String, Int) = (spec.queryPlanId, partition)
+  val aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
+  /** Merges the partials Spark's partial aggregation made before the shuffle ([[StreamingWindowSpec.partialAttributes]]). */
+  lazy val partials = new SparkAggregates(spec.functions, spec.filters, spec.partialAttributes, partition, partialsAt = Some(2))
+  val keyToInternal: ExpressionEncoder.Serializer[Row] = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
+  /** Output rows in binary form ([[windowagg.spark.UnpackedRow]] reads them back after the processor). */
+  val toOutput: UnsafeProjection = UnsafeProjection.create(spec.outputSchema)
+}
+
+private[spark] object TaskTools {
+  /** Queries × partitions kept per executor; past that the idle tools of ended queries are let go. */
+  private val MaxKept = 1024
+  private val idle = new java.util.concurrent.ConcurrentHashMap[(String, Int), java.util.concurrent.ConcurrentLinkedQueue[TaskTools]]()
+
+  def borrow(spec: StreamingWindowSpec, partition: Int): TaskTools =
+    Option(idle.get((spec.queryPlanId, partition))).flatMap(q => Option(q.poll())).getOrElse(new TaskTools(spec, partition))
+
+  def giveBack(tools: TaskTools): Unit = {
+    if (idle.size >= MaxKept && !idle.containsKey(tools.key)) idle.clear()
+    idle.computeIfAbsent(tools.key, _ => new java.util.concurrent.ConcurrentLinkedQueue[TaskTools]()).offer(tools)
+  }
+}
