@@ -31,6 +31,7 @@ from windowagg import (
     UnlimitedWindows,
     window,
 )
+from windowagg import _jvm
 from windowagg import windows as windows_module
 
 # the streaming fixture (session settings for short micro-batches) and query helpers
@@ -139,11 +140,15 @@ def test_spec_and_repr_come_from_the_jvm(spark, make, spec, jvm_repr):
 
 
 @pytest.mark.parametrize("make, spec, jvm_repr", DEFINITIONS)
-def test_spec_and_repr_without_a_session_are_built_in_python(spark, monkeypatch, make, spec, jvm_repr):
+def test_without_a_session_the_spec_is_the_calls_the_jvm_reads(spark, monkeypatch, make, spec, jvm_repr):
     definition = make()
+    jdef = definition._java_definition()
     monkeypatch.setattr(windows_module, "_classic_session_running", lambda: False)
-    assert definition.spec == spec  # the same text as the JVM's
-    assert repr(definition) == definition._description
+    calls = definition.spec  # what Spark Connect sends: Python does not re-implement the grammar
+    assert calls.startswith(type(definition).__name__ + ".")
+    parsed = _jvm.jvm_class(_jvm.active_jvm(), "windowagg.WindowSpec").parse(calls)
+    assert parsed.equals(jdef), f"{calls} reads back as {parsed.toString()}"
+    assert parsed.spec() == spec
     assert repr(definition).split(".")[0] == type(definition).__name__
 
 

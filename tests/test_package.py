@@ -188,7 +188,7 @@ def test_invalid_graces_raise_value_error(spark, grace, phrase):
 def test_negative_timedelta_grace_is_checked_in_python():
     # no JVM call is needed to refuse it
     with pytest.raises(ValueError, match="negative"):
-        SlidingWindows(10).grace(datetime.timedelta(milliseconds=-1))
+        SlidingWindows.of(10).grace(datetime.timedelta(milliseconds=-1))
 
 
 @pytest.mark.parametrize("grace", [5, 1.5, None, True])

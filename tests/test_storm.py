@@ -436,11 +436,15 @@ def test_spec_and_repr_come_from_the_jvm_and_read_back(spark, make, spec, jvm_re
 
 
 @pytest.mark.parametrize("make, spec, jvm_repr", DEFINITIONS, ids=[d[1] for d in DEFINITIONS])
-def test_spec_without_a_session_is_built_in_python(spark, monkeypatch, make, spec, jvm_repr):
+def test_without_a_session_the_spec_is_the_calls_the_jvm_reads(spark, monkeypatch, make, spec, jvm_repr):
     definition = make()
+    jdef = definition._java_definition()
     monkeypatch.setattr(windows_module, "_classic_session_running", lambda: False)
-    assert definition.spec == spec  # the same text as the JVM's
-    assert repr(definition) == definition._description
+    calls = definition.spec  # what Spark Connect sends: Python does not re-implement the grammar
+    assert calls.startswith(type(definition).__name__ + ".")
+    parsed = _jvm.jvm_class(_jvm.active_jvm(), "windowagg.WindowSpec").parse(calls)
+    assert parsed.equals(jdef), f"{calls} reads back as {parsed.toString()}"
+    assert parsed.spec() == spec
     assert repr(definition).split(".")[0] == type(definition).__name__
 
 
@@ -451,7 +455,7 @@ def test_a_tie_break_column_named_like_a_clause_word_reads_back(spark, monkeypat
     parsed = _jvm.jvm_class(_jvm.active_jvm(), "windowagg.WindowSpec").parse(definition.spec)
     assert parsed.equals(definition._java_definition())
     monkeypatch.setattr(windows_module, "_classic_session_running", lambda: False)
-    assert definition.spec == f"count 5 rows tie break `{column}`"  # the Python fallback quotes it too
+    assert _jvm.jvm_class(_jvm.active_jvm(), "windowagg.WindowSpec").parse(definition.spec).equals(parsed)
 
 
 def test_python_repr_and_builders(spark, monkeypatch):
@@ -469,7 +473,8 @@ def test_python_repr_and_builders(spark, monkeypatch):
     assert windowagg.CountWindows is CountWindows and windowagg.DurationWindows is DurationWindows
     monkeypatch.setattr(windows_module, "_classic_session_running", lambda: False)
     assert repr(timed) == "CountWindows.of(30).every('10 seconds').lag(datetime.timedelta(seconds=5)).tieBreak('seq')"
-    assert repr(CountWindows.tumbling(3)) == "CountWindows.of(3).slide(3)"
+    assert repr(CountWindows.tumbling(3)) == "CountWindows.tumbling(3)"
+    assert repr(windowagg.TimeWindows.of(10).grace("1 s").grace("2 s")) == "TimeWindows.of(10).grace('2 s')"
     assert repr(DurationWindows.of(20_000).slide(2)) == "DurationWindows.of(20000).slide(2)"
 
 

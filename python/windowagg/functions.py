@@ -139,6 +139,11 @@ def window(
         final (use ``outputMode("append")``); ``"updates"`` emits, every micro-batch, the current
         value of each window the micro-batch changed (needs ``outputMode("update")``: the query
         refuses to start in another mode); the last value emitted for a window is its final value.
+        ``"every 10 seconds"`` (any duration) fires early: an open window's running value at most
+        once per interval of the aggregation's clock (the watermark's event time, or processing
+        time with ``time="processing"``) while it changes, then its final value once; an extra
+        column ``is_final`` tells them apart (``outputMode("update")``). Sessions and Storm's
+        windows refuse it (a session's bounds change as it grows; Storm's are final only).
     :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
         rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
         ``late_reason`` is ``"late"``, ``"null time"``, ``"invalid gap"`` (sessions with a per-row
@@ -159,7 +164,7 @@ def window(
 
     for name, value, example in (
         ("time_unit", time_unit, "'seconds'"),
-        ("emit", emit, "'final' or 'updates'"),
+        ("emit", emit, "'final', 'updates' or 'every 10 seconds'"),
         ("late_rows", late_rows, "'count' or 'emit'"),
         ("time", time, "'event' or 'processing'"),
     ):

@@ -1,10 +1,17 @@
-"""Window definitions: Python handles on the JVM's ``windowagg.WindowDefinition`` values."""
+"""Window definitions: Python handles on the JVM's ``windowagg.WindowDefinition`` values.
+
+A definition holds the calls that build it, with their arguments as given:
+``TimeWindows.of("1 hour").advanceBy("10 minutes")`` is the calls ``of('1 hour')`` and
+``advanceBy('10 minutes')`` of the JVM's ``windowagg.TimeWindows``. The JVM reads those calls
+(``windowagg.WindowCalls``: through py4j on a classic session, inside the SQL functions on Spark
+Connect) and checks their values; Python checks only their types. A kind usable from Python is one
+short class here: its factories and builders, each recording its call.
+"""
 
 import datetime
-import decimal
 import difflib
 import re
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from windowagg import _jvm
 
@@ -13,6 +20,10 @@ GraceLike = Union[str, datetime.timedelta]
 
 _LONG_MIN = -(2**63)
 _LONG_MAX = 2**63 - 1
+
+# One call that builds a definition: the JVM method's name, its positional arguments and its named
+# ones (a user kind's parameters), as the user gave them.
+_Call = Tuple[str, Tuple[Any, ...], Tuple[Tuple[str, str], ...]]
 
 
 def _snake_case(name: str) -> str:
@@ -41,6 +52,21 @@ class _DefinitionType(type):
         raise _no_attribute(cls.__name__, name, dir(cls))
 
 
+class _Given:
+    """A class attribute reading the argument a definition's latest call of ``methods`` was given,
+    or None when it made none of them."""
+
+    def __init__(self, *methods: str, index: int = 0) -> None:
+        self.methods = methods
+        self.index = index
+
+    def __get__(self, definition: Any, owner: Any) -> Any:
+        if definition is None:
+            return self
+        call = definition._latest(*self.methods)
+        return None if call is None or len(call[1]) <= self.index else call[1][self.index]
+
+
 class WindowDefinition(metaclass=_DefinitionType):
     """A window definition: which windows exist for the records of one key.
 
@@ -64,6 +90,9 @@ class WindowDefinition(metaclass=_DefinitionType):
     AttributeError: TimeWindows has no attribute 'advanced_by'; did you mean 'advance_by'?
     """
 
+    #: The JVM class's simple name, which the calls start with.
+    _JVM_NAME = ""
+
     #: The snake_case names of the methods of each window class, to their names (e.g.
     #: ``{"advance_by": "advanceBy"}``).
     _aliases: Dict[str, str] = {}
@@ -77,27 +106,60 @@ class WindowDefinition(metaclass=_DefinitionType):
                 setattr(cls, alias, member)
                 cls._aliases[alias] = name
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise _no_attribute(type(self).__name__, name, dir(self))
-
-    def __init__(self, description: str, build: Callable[[Any], Any], spec: Callable[[], str]) -> None:
-        self._description = description
-        self._build = build
-        self._python_spec = spec
+    def __init__(self, calls: Tuple[_Call, ...]) -> None:
+        """Use the kind's factories (``of``, ``withInactivityGap``, ``months``, ...) instead."""
+        self._calls = calls
         self._gateway: Any = None
         self._jdef: Any = None
         if _classic_session_running():
             self._java_definition()
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise _no_attribute(type(self).__name__, name, dir(self))
+
+    @classmethod
+    def _called(cls, method: str, *args: Any, **named: Any) -> Any:
+        """A new definition made by the factory call ``method(*args, **named)``."""
+        return cls(((method, args, tuple(sorted((k, str(v)) for k, v in named.items()))),))
+
+    #: Builders that set the same part of a definition as another (Storm's ``slide`` and ``every``).
+    _SAME_PART: Dict[str, str] = {}
+
+    def _then(self, method: str, *args: Any) -> Any:
+        """A new definition: this one's calls, then ``method(*args)``, which replaces an earlier call
+        setting the same part (as on the JVM); this one is unchanged."""
+        part = self._SAME_PART.get(method, method)
+        kept = self._calls[:1] + tuple(c for c in self._calls[1:] if self._SAME_PART.get(c[0], c[0]) != part)
+        return type(self)(kept + ((method, args, ()),))
+
+    def _latest(self, *methods: str) -> Optional[_Call]:
+        """The latest of this definition's calls of ``methods``, if any."""
+        return next((call for call in reversed(self._calls) if call[0] in methods), None)
+
+    def _calls_text(self) -> str:
+        """The calls as the JVM reads them (``windowagg.WindowCalls``)."""
+
+        def literal(value: Any) -> str:
+            if isinstance(value, datetime.timedelta):  # exact: a timedelta counts microseconds
+                value = f"{(value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds} microseconds"
+            if isinstance(value, str):
+                return "'" + value.replace("'", "''") + "'"
+            return str(value)
+
+        return self._JVM_NAME + "".join(
+            f".{method}(" + ", ".join([literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in named]) + ")"
+            for method, args, named in self._calls
+        )
+
     def _java_definition(self) -> Any:
-        """The JVM definition, built (and validated) against the current JVM on first use."""
+        """The JVM definition, read (and checked) by the current JVM on first use."""
         gateway = _jvm.current_gateway()
         if self._jdef is None or self._gateway is not gateway:
-            jvm = _jvm.active_jvm()
+            specs = _jvm.jvm_class(_jvm.active_jvm(), "windowagg.WindowSpec")
             try:
-                self._jdef = self._build(jvm)
+                self._jdef = specs.parse(self._calls_text())
             except Exception as error:
                 if _jvm.is_illegal_argument(error):
                     _jvm.raise_value_error(error)
@@ -111,8 +173,10 @@ class WindowDefinition(metaclass=_DefinitionType):
         ``window_agg(..., spec, ...)``, e.g. ``'hopping 1 hour every 10 seconds'``; it reads back
         as an equal definition.
 
-        It is the JVM's ``spec()`` when a classic SparkSession is running, otherwise the same text
-        built in Python.
+        It is the JVM's ``spec()`` when a classic SparkSession is running. Without one (before the
+        session starts, or on Spark Connect) it is the calls that build the definition, such as
+        ``"TimeWindows.of('1 hour').advanceBy('10 minutes')"``, which the SQL functions read as well:
+        Python never re-implements the grammar.
 
         >>> from windowagg import CalendarWindows, SlidingWindows, TimeWindows
         >>> TimeWindows.of("1 hour").advanceBy("10 minutes").spec
@@ -137,15 +201,18 @@ class WindowDefinition(metaclass=_DefinitionType):
         """
         if _classic_session_running():
             return str(self._java_definition().spec())
-        return self._python_spec()
+        return self._calls_text()
 
     def __repr__(self) -> str:
         if _classic_session_running():
             try:
                 return str(self._java_definition().toString())
-            except Exception:  # an invalid definition built before the session: describe it in Python
+            except Exception:  # an invalid definition built before the session: show its calls
                 pass
-        return self._description
+        return type(self).__name__ + "".join(
+            f".{method}(" + ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in named]) + ")"
+            for method, args, named in self._calls
+        )
 
 
 def _classic_session_running() -> bool:
@@ -186,6 +253,13 @@ class SlidingWindows(WindowDefinition):
     12 would be empty.
     """
 
+    _JVM_NAME = "SlidingWindows"
+
+    #: The size given to :meth:`of`.
+    size = _Given("of")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
     @classmethod
     def of(cls, size: SizeLike) -> "SlidingWindows":
         """Sliding windows of the given size.
@@ -198,26 +272,8 @@ class SlidingWindows(WindowDefinition):
             on first use.
         :raises TypeError: for a size of another type.
         """
-        if isinstance(size, bool) or not isinstance(size, (str, datetime.timedelta, int)):
-            raise TypeError(
-                "a sliding window size must be a str such as '10 minutes', a datetime.timedelta "
-                f"or an int number of ticks, not {type(size).__name__}"
-            )
-        if isinstance(size, int) and not _LONG_MIN <= size <= _LONG_MAX:
-            raise ValueError(f"sliding window size {size} does not fit in a 64-bit number of ticks")
-        return cls(size)
-
-    def __init__(self, size: SizeLike, grace: Optional[GraceLike] = None) -> None:
-        """Use :meth:`SlidingWindows.of` (and :meth:`grace`) instead."""
-        self.size = size
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        description = f"SlidingWindows.of({size!r})" + ("" if grace is None else f".grace({grace!r})")
-        super().__init__(
-            description,
-            lambda jvm: _build_sliding(jvm, size, grace),
-            lambda: f"sliding {_length_spec(size)}{_grace_spec(grace)}",
-        )
+        _check_length(size, "a sliding window size", "'10 minutes'")
+        return cls._called("of", size)
 
     def grace(self, grace: GraceLike) -> "SlidingWindows":
         """The same windows with a grace period, for streaming queries.
@@ -240,7 +296,7 @@ class SlidingWindows(WindowDefinition):
         :raises TypeError: for a grace of another type.
         """
         _check_grace(grace)
-        return type(self)(self.size, grace)
+        return self._then("grace", grace)
 
 
 class SessionWindows(WindowDefinition):
@@ -265,6 +321,15 @@ class SessionWindows(WindowDefinition):
     +---+-----+---+-----+
     """
 
+    _JVM_NAME = "SessionWindows"
+
+    #: The gap given to :meth:`withInactivityGap`, or None.
+    gap = _Given("withInactivityGap")
+    #: The column given to :meth:`withDynamicGap`, or None.
+    gap_column = _Given("withDynamicGap")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
     @classmethod
     def withInactivityGap(cls, gap: SizeLike) -> "SessionWindows":  # noqa: N802 (Kafka's name)
         """Sessions closed by a fixed inactivity gap.
@@ -275,7 +340,7 @@ class SessionWindows(WindowDefinition):
         :raises TypeError: for a gap of another type.
         """
         _check_length(gap, "a session gap", "'5 minutes'")
-        return cls(gap=gap)
+        return cls._called("withInactivityGap", gap)
 
     @classmethod
     def withDynamicGap(cls, gap_column: str) -> "SessionWindows":  # noqa: N802 (Kafka-style name)
@@ -298,38 +363,14 @@ class SessionWindows(WindowDefinition):
         """
         if not isinstance(gap_column, str) or not gap_column.strip():
             raise TypeError("the gap column must be a non-empty column name")
-        return cls(gap_column=gap_column)
-
-    def __init__(
-        self,
-        gap: Optional[SizeLike] = None,
-        gap_column: Optional[str] = None,
-        grace: Optional[GraceLike] = None,
-    ) -> None:
-        """Use :meth:`withInactivityGap` or :meth:`withDynamicGap` (and :meth:`grace`) instead."""
-        self.gap = gap
-        self.gap_column = gap_column
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        description = (
-            f"SessionWindows.withInactivityGap({gap!r})" if gap_column is None
-            else f"SessionWindows.withDynamicGap({gap_column!r})"
-        ) + ("" if grace is None else f".grace({grace!r})")
-        super().__init__(
-            description,
-            lambda jvm: _build_session(jvm, gap, gap_column, grace),
-            lambda: (
-                f"session gap column {gap_column}" if gap_column is not None
-                else f"session gap {_length_spec(gap)}"
-            ) + _grace_spec(grace),
-        )
+        return cls._called("withDynamicGap", gap_column)
 
     def grace(self, grace: GraceLike) -> "SessionWindows":
         """The same sessions with a grace period for streaming (see :meth:`SlidingWindows.grace`):
         where the input has no watermark, the watermark is the largest time seen minus the grace.
         """
         _check_grace(grace)
-        return type(self)(self.gap, self.gap_column, grace)
+        return self._then("grace", grace)
 
 
 class TimeWindows(WindowDefinition):
@@ -366,6 +407,17 @@ class TimeWindows(WindowDefinition):
     'tumbling 1 day offset 6 hours grace 1 hour'
     """
 
+    _JVM_NAME = "TimeWindows"
+
+    #: The size given to :meth:`of`.
+    size = _Given("of")
+    #: The advance given with :meth:`advanceBy`, or None for tumbling windows.
+    advance = _Given("advanceBy")
+    #: The offset given with :meth:`withOffset`, or None.
+    offset = _Given("withOffset")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
     @classmethod
     def of(cls, size: SizeLike) -> "TimeWindows":
         """Tumbling windows of the given size; :meth:`advanceBy` makes them hopping.
@@ -378,38 +430,7 @@ class TimeWindows(WindowDefinition):
         :raises TypeError: for a size of another type.
         """
         _check_length(size, "a window size", "'1 hour'")
-        return cls(size)
-
-    def __init__(
-        self,
-        size: SizeLike,
-        advance: Optional[SizeLike] = None,
-        offset: Optional[SizeLike] = None,
-        grace: Optional[GraceLike] = None,
-    ) -> None:
-        """Use :meth:`TimeWindows.of` (and :meth:`advanceBy`, :meth:`withOffset`, :meth:`grace`) instead."""
-        self.size = size
-        #: The advance given with :meth:`advanceBy`, or None for tumbling windows.
-        self.advance = advance
-        #: The offset given with :meth:`withOffset`, or None.
-        self.offset = offset
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        description = (
-            f"TimeWindows.of({size!r})"
-            + ("" if advance is None else f".advanceBy({advance!r})")
-            + ("" if offset is None else f".withOffset({offset!r})")
-            + ("" if grace is None else f".grace({grace!r})")
-        )
-
-        def spec() -> str:
-            kind = (
-                f"tumbling {_length_spec(size)}" if advance is None
-                else f"hopping {_length_spec(size)} every {_length_spec(advance)}"
-            )
-            return kind + ("" if offset is None else f" offset {_length_spec(offset)}") + _grace_spec(grace)
-
-        super().__init__(description, lambda jvm: _build_time(jvm, size, advance, offset, grace), spec)
+        return cls._called("of", size)
 
     def advanceBy(self, advance: SizeLike) -> "TimeWindows":  # noqa: N802 (Kafka's name)
         """Hopping windows: a window of the size starts every ``advance``.
@@ -425,7 +446,7 @@ class TimeWindows(WindowDefinition):
         :raises TypeError: for an advance of another type.
         """
         _check_length(advance, "a window advance", "'10 minutes'")
-        return type(self)(self.size, advance, self.offset, self.grace_period)
+        return self._then("advanceBy", advance)
 
     def withOffset(self, offset: SizeLike) -> "TimeWindows":  # noqa: N802 (Kafka-style name)
         """Windows whose starts are shifted by ``offset`` from the epoch (Spark's ``startTime``):
@@ -439,7 +460,7 @@ class TimeWindows(WindowDefinition):
         :raises TypeError: for an offset of another type.
         """
         _check_length(offset, "a window offset", "'10 seconds'")
-        return type(self)(self.size, self.advance, offset, self.grace_period)
+        return self._then("withOffset", offset)
 
     def grace(self, grace: GraceLike) -> "TimeWindows":
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
@@ -447,7 +468,7 @@ class TimeWindows(WindowDefinition):
         :returns: a new :class:`TimeWindows`; this one is unchanged.
         """
         _check_grace(grace)
-        return type(self)(self.size, self.advance, self.offset, grace)
+        return self._then("grace", grace)
 
 
 class CumulativeWindows(WindowDefinition):
@@ -475,6 +496,17 @@ class CumulativeWindows(WindowDefinition):
     +-----+---+---+
     """
 
+    _JVM_NAME = "CumulativeWindows"
+
+    #: The step given to :meth:`of`.
+    step = _Given("of")
+    #: The max size given to :meth:`of`.
+    max_size = _Given("of", index=1)
+    #: The offset given with :meth:`withOffset`, or None.
+    offset = _Given("withOffset")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
     @classmethod
     def of(cls, step: SizeLike, max_size: SizeLike) -> "CumulativeWindows":
         """Windows growing by ``step`` within periods of ``max_size``, a whole multiple of the step.
@@ -493,36 +525,7 @@ class CumulativeWindows(WindowDefinition):
                 "the step and max size of cumulative windows must both be durations (str or "
                 f"datetime.timedelta) or both int ticks, not {type(step).__name__} and {type(max_size).__name__}"
             )
-        return cls(step, max_size)
-
-    def __init__(
-        self,
-        step: SizeLike,
-        max_size: SizeLike,
-        offset: Optional[SizeLike] = None,
-        grace: Optional[GraceLike] = None,
-    ) -> None:
-        """Use :meth:`CumulativeWindows.of` (and :meth:`withOffset`, :meth:`grace`) instead."""
-        self.step = step
-        self.max_size = max_size
-        #: The offset given with :meth:`withOffset`, or None.
-        self.offset = offset
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        description = (
-            f"CumulativeWindows.of({step!r}, {max_size!r})"
-            + ("" if offset is None else f".withOffset({offset!r})")
-            + ("" if grace is None else f".grace({grace!r})")
-        )
-
-        def spec() -> str:
-            return (
-                f"cumulative {_length_spec(step)} up to {_length_spec(max_size)}"
-                + ("" if offset is None else f" offset {_length_spec(offset)}")
-                + _grace_spec(grace)
-            )
-
-        super().__init__(description, lambda jvm: _build_cumulative(jvm, step, max_size, offset, grace), spec)
+        return cls._called("of", step, max_size)
 
     def withOffset(self, offset: SizeLike) -> "CumulativeWindows":  # noqa: N802 (Kafka-style name)
         """Periods shifted by ``offset`` from the epoch: zero or more, less than the max size, e.g.
@@ -533,7 +536,7 @@ class CumulativeWindows(WindowDefinition):
         :raises TypeError: for an offset of another type.
         """
         _check_length(offset, "a window offset", "'6 hours'")
-        return type(self)(self.step, self.max_size, offset, self.grace_period)
+        return self._then("withOffset", offset)
 
     def grace(self, grace: GraceLike) -> "CumulativeWindows":
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
@@ -541,7 +544,7 @@ class CumulativeWindows(WindowDefinition):
         :returns: a new :class:`CumulativeWindows`; this one is unchanged.
         """
         _check_grace(grace)
-        return type(self)(self.step, self.max_size, self.offset, grace)
+        return self._then("grace", grace)
 
 
 class CalendarWindows(WindowDefinition):
@@ -573,74 +576,61 @@ class CalendarWindows(WindowDefinition):
     ignore it; an integral epoch column needs :meth:`inZone` for months, quarters and years.
     """
 
+    _JVM_NAME = "CalendarWindows"
+    _UNITS = ("days", "weeks", "months", "quarters", "years")
+
+    #: The advance in whole units given with :meth:`advanceBy`, or None for tumbling windows.
+    advance = _Given("advanceBy")
+    #: The zone given with :meth:`inZone`, or None for the session time zone.
+    zone = _Given("inZone")
+    #: The first day of the week given to :meth:`weeks`, or None for Monday.
+    first_day = _Given("weeks", index=1)
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
+    @property
+    def unit(self) -> str:
+        """The unit: "days", "weeks", "months", "quarters" or "years"."""
+        return self._calls[0][0]
+
+    @property
+    def n(self) -> int:
+        """How many units a window spans."""
+        return self._calls[0][1][0]
+
     @classmethod
     def days(cls, n: int) -> "CalendarWindows":
         """Windows of ``n`` local days."""
-        return cls._of("days", n)
+        _check_count(n, "a number of days")
+        return cls._called("days", n)
 
     @classmethod
     def weeks(cls, n: int, first_day: Optional[str] = None) -> "CalendarWindows":
         """Windows of ``n`` weeks starting on ``first_day`` (``"MONDAY"`` by default, ``"SUNDAY"``, ...)."""
-        if first_day is not None and not isinstance(first_day, str):
+        _check_count(n, "a number of weeks")
+        if first_day is None:
+            return cls._called("weeks", n)
+        if not isinstance(first_day, str):
             raise TypeError(f"first_day must be a day name such as 'SUNDAY', not {type(first_day).__name__}")
-        return cls._of("weeks", n, first_day=first_day)
+        return cls._called("weeks", n, first_day)
 
     @classmethod
     def months(cls, n: int) -> "CalendarWindows":
         """Windows of ``n`` calendar months."""
-        return cls._of("months", n)
+        _check_count(n, "a number of months")
+        return cls._called("months", n)
 
     @classmethod
     def quarters(cls, n: int) -> "CalendarWindows":
         """Windows of ``n`` calendar quarters (starting January, April, July, October)."""
-        return cls._of("quarters", n)
+        _check_count(n, "a number of quarters")
+        return cls._called("quarters", n)
 
     @classmethod
     def years(cls, n: int) -> "CalendarWindows":
         """Windows of ``n`` calendar years."""
-        return cls._of("years", n)
-
-    @classmethod
-    def _of(cls, unit: str, n: Any, first_day: Optional[str] = None) -> "CalendarWindows":
-        _check_count(n, f"a number of {unit}")
-        return cls(unit, n, first_day=first_day)
-
-    def __init__(
-        self,
-        unit: str,
-        n: int,
-        advance: Optional[int] = None,
-        zone: Optional[str] = None,
-        first_day: Optional[str] = None,
-        grace: Optional[GraceLike] = None,
-    ) -> None:
-        """Use :meth:`days`, :meth:`weeks`, :meth:`months`, :meth:`quarters` or :meth:`years` instead."""
-        #: The unit: "days", "weeks", "months", "quarters" or "years".
-        self.unit = unit
-        self.n = n
-        #: The advance in whole units given with :meth:`advanceBy`, or None for tumbling windows.
-        self.advance = advance
-        #: The zone given with :meth:`inZone`, or None for the session time zone.
-        self.zone = zone
-        self.first_day = first_day
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        description = (
-            f"CalendarWindows.{unit}({n!r}" + ("" if first_day is None else f", {first_day!r}") + ")"
-            + ("" if advance is None else f".advanceBy({advance!r})")
-            + ("" if zone is None else f".inZone({zone!r})")
-            + ("" if grace is None else f".grace({grace!r})")
-        )
-
-        def spec() -> str:
-            name = unit[:-1] if n == 1 else unit
-            first = "" if first_day is None or first_day.upper() == "MONDAY" else f" from {first_day.lower()}"
-            return (
-                f"calendar {n} {name}" + ("" if advance is None else f" every {advance}") + first
-                + ("" if zone is None else f" in '{zone}'") + _grace_spec(grace)
-            )
-
-        super().__init__(description, lambda jvm: _build_calendar(jvm, unit, n, advance, zone, first_day, grace), spec)
+        _check_count(n, "a number of years")
+        return cls._called("years", n)
 
     def advanceBy(self, units: int) -> "CalendarWindows":  # noqa: N802 (Kafka's name)
         """Hopping: a window starts every ``units`` units (at most the size), e.g.
@@ -651,7 +641,7 @@ class CalendarWindows(WindowDefinition):
         :raises TypeError: for an advance that is not an int.
         """
         _check_count(units, "a calendar window advance")
-        return type(self)(self.unit, self.n, units, self.zone, self.first_day, self.grace_period)
+        return self._then("advanceBy", units)
 
     def inZone(self, zone: str) -> "CalendarWindows":  # noqa: N802 (JVM name)
         """The local calendar of ``zone``: a region such as ``"Europe/Berlin"`` or an offset such
@@ -663,7 +653,7 @@ class CalendarWindows(WindowDefinition):
         """
         if not isinstance(zone, str):
             raise TypeError(f"the time zone must be a str such as 'Europe/Berlin', not {type(zone).__name__}")
-        return type(self)(self.unit, self.n, self.advance, zone, self.first_day, self.grace_period)
+        return self._then("inZone", zone)
 
     def grace(self, grace: GraceLike) -> "CalendarWindows":
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
@@ -671,7 +661,7 @@ class CalendarWindows(WindowDefinition):
         :returns: a new :class:`CalendarWindows`; this one is unchanged.
         """
         _check_grace(grace)
-        return type(self)(self.unit, self.n, self.advance, self.zone, self.first_day, grace)
+        return self._then("grace", grace)
 
 
 class UnlimitedWindows(WindowDefinition):
@@ -698,26 +688,17 @@ class UnlimitedWindows(WindowDefinition):
     +---+-----+-------------------+---+
     """
 
+    _JVM_NAME = "UnlimitedWindows"
+
+    #: The start given with :meth:`startOn`, or None for the epoch.
+    start = _Given("startOn")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
     @classmethod
     def of(cls) -> "UnlimitedWindows":
         """One window per key from the epoch on."""
-        return cls()
-
-    def __init__(self, start: Optional[Union[str, int]] = None, grace: Optional[GraceLike] = None) -> None:
-        """Use :meth:`UnlimitedWindows.of` (and :meth:`startOn`, :meth:`grace`) instead."""
-        #: The start given with :meth:`startOn`, or None for the epoch.
-        self.start = start
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        description = (
-            "UnlimitedWindows.of()" + ("" if start is None else f".startOn({start!r})")
-            + ("" if grace is None else f".grace({grace!r})")
-        )
-
-        def spec() -> str:
-            return "unlimited" + ("" if start is None else f" starting {start}") + _grace_spec(grace)
-
-        super().__init__(description, lambda jvm: _build_unlimited(jvm, start, grace), spec)
+        return cls._called("of")
 
     def startOn(self, start: Union[str, int, datetime.datetime]) -> "UnlimitedWindows":  # noqa: N802 (Kafka's name)
         """The window starts at ``start``: an ISO-8601 instant (``"2024-01-01T00:00:00Z"``), an
@@ -737,7 +718,7 @@ class UnlimitedWindows(WindowDefinition):
             )
         if isinstance(start, int) and not _LONG_MIN <= start <= _LONG_MAX:
             raise ValueError(f"the start of unlimited windows {start} does not fit in a 64-bit number of ticks")
-        return type(self)(start, self.grace_period)
+        return self._then("startOn", start)
 
     def grace(self, grace: GraceLike) -> "UnlimitedWindows":
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
@@ -745,46 +726,38 @@ class UnlimitedWindows(WindowDefinition):
         :returns: a new :class:`UnlimitedWindows`; this one is unchanged.
         """
         _check_grace(grace)
-        return type(self)(self.start, grace)
+        return self._then("grace", grace)
 
 
 class _StormWindows(WindowDefinition):
     """What Storm's two kinds share (the JVM's ``windowagg.StormWindows``): a length, the slide (in
-    rows or in time), the lag and the tie-break column, and the builders that change them."""
+    rows or in time), the lag and the tie-break column, and the builders that change them.
+    """
 
-    _JVM_CLASS = ""  # the JVM class, e.g. "windowagg.CountWindows"
+    _SAME_PART = {"slide": "slide", "every": "slide"}
 
-    def __init__(
-        self,
-        length: Any,
-        slide_rows: Optional[int] = None,
-        slide_interval: Optional[SizeLike] = None,
-        lag: Optional[GraceLike] = None,
-        tie_break: Optional[str] = None,
-    ) -> None:
-        """Use the kind's ``of`` or ``tumbling`` (and :meth:`slide`, :meth:`every`, :meth:`lag`,
-        :meth:`tieBreak`) instead."""
-        #: The window's length: a number of rows (count windows) or a length of time.
-        self.length = length
-        #: The slide in rows given with :meth:`slide` (or a count ``tumbling``), or None.
-        self.slide_rows = slide_rows
-        #: The slide in time given with :meth:`every` (or a duration ``tumbling``), or None.
-        self.slide_interval = slide_interval
-        #: The lag given with :meth:`lag`, or None.
-        self.lag_period = lag
-        #: The tie-break column given with :meth:`tieBreak`, or None.
-        self.tie_break_column = tie_break
-        description = (
-            f"{type(self).__name__}.of({length!r})" + _storm_description(slide_rows, slide_interval, lag, tie_break)
-        )
-        super().__init__(
-            description,
-            lambda jvm: _build_storm(jvm, self._JVM_CLASS, length, slide_rows, slide_interval, lag, tie_break),
-            lambda: self._kind_spec() + _storm_clauses_spec(slide_rows, slide_interval, lag, tie_break),
-        )
+    #: The window's length: a number of rows (count windows) or a length of time.
+    length = _Given("of", "tumbling")
+    #: The lag given with :meth:`lag`, or None.
+    lag_period = _Given("lag")
+    #: The tie-break column given with :meth:`tieBreak`, or None.
+    tie_break_column = _Given("tieBreak")
 
-    def _kind_spec(self) -> str:
-        raise NotImplementedError
+    @property
+    def slide_rows(self) -> Optional[int]:
+        """The slide in rows given with :meth:`slide` (or a count ``tumbling``), or None."""
+        call = self._latest("slide", "every", "tumbling")
+        if call is None or call[0] == "every" or (call[0] == "tumbling" and not isinstance(self, CountWindows)):
+            return None
+        return call[1][0]
+
+    @property
+    def slide_interval(self) -> Optional[SizeLike]:
+        """The slide in time given with :meth:`every` (or a duration ``tumbling``), or None."""
+        call = self._latest("slide", "every", "tumbling")
+        if call is None or call[0] == "slide" or (call[0] == "tumbling" and isinstance(self, CountWindows)):
+            return None
+        return call[1][0]
 
     def slide(self, rows: int):
         """Evaluates a window after every ``rows`` rows (Storm's ``Count`` sliding interval): the
@@ -799,7 +772,7 @@ class _StormWindows(WindowDefinition):
         :raises TypeError: for ``rows`` that is not an int.
         """
         _check_rows(rows, "the slide")
-        return type(self)(self.length, rows, None, self.lag_period, self.tie_break_column)
+        return self._then("slide", rows)
 
     def every(self, interval: SizeLike):
         """Evaluates a window at every multiple of ``interval`` from the epoch (Storm's ``Duration``
@@ -817,7 +790,7 @@ class _StormWindows(WindowDefinition):
         :raises TypeError: for an interval of another type.
         """
         _check_length(interval, "a slide interval", "'10 seconds'")
-        return type(self)(self.length, None, interval, self.lag_period, self.tie_break_column)
+        return self._then("every", interval)
 
     def lag(self, lag: GraceLike):
         """How far behind the latest row time rows may still arrive (Storm's ``withLag``), for
@@ -834,7 +807,7 @@ class _StormWindows(WindowDefinition):
         :raises TypeError: for a lag of another type.
         """
         _check_lag(lag)
-        return type(self)(self.length, self.slide_rows, self.slide_interval, lag, self.tie_break_column)
+        return self._then("lag", lag)
 
     def tieBreak(self, column: str):  # noqa: N802 (JVM name)
         """A column ordering rows that share a time (a sequence number, an offset): which rows a
@@ -848,8 +821,7 @@ class _StormWindows(WindowDefinition):
             when the query is analysed.
         :raises TypeError: for a name that is not a str.
         """
-        column = _check_tie_break(column)
-        return type(self)(self.length, self.slide_rows, self.slide_interval, self.lag_period, column)
+        return self._then("tieBreak", _check_tie_break(column))
 
 
 class CountWindows(_StormWindows):
@@ -892,6 +864,8 @@ class CountWindows(_StormWindows):
     (``emit="updates"`` is refused).
     """
 
+    _JVM_NAME = "CountWindows"
+
     @classmethod
     def of(cls, n: int) -> "CountWindows":
         """Windows of the last ``n`` rows, one evaluated at every row (a window per row, like
@@ -903,7 +877,7 @@ class CountWindows(_StormWindows):
         :raises TypeError: for an ``n`` that is not an int.
         """
         _check_rows(n, "a count window's length")
-        return cls(n)
+        return cls._called("of", n)
 
     @classmethod
     def tumbling(cls, n: int) -> "CountWindows":
@@ -916,12 +890,7 @@ class CountWindows(_StormWindows):
         :raises TypeError: for an ``n`` that is not an int.
         """
         _check_rows(n, "a count window's length")
-        return cls(n, slide_rows=n)
-
-    _JVM_CLASS = "windowagg.CountWindows"
-
-    def _kind_spec(self) -> str:
-        return f"count {_rows_spec(self.length)}"
+        return cls._called("tumbling", n)
 
 
 class DurationWindows(_StormWindows):
@@ -967,6 +936,8 @@ class DurationWindows(_StormWindows):
     aggregated. In streaming, windows come out final only (``emit="updates"`` is refused).
     """
 
+    _JVM_NAME = "DurationWindows"
+
     @classmethod
     def of(cls, length: SizeLike) -> "DurationWindows":
         """A trailing window ``(t - length, t]`` per row, t its time; :meth:`slide` or
@@ -980,7 +951,7 @@ class DurationWindows(_StormWindows):
         :raises TypeError: for a length of another type.
         """
         _check_length(length, "a window length", "'20 seconds'")
-        return cls(length)
+        return cls._called("of", length)
 
     @classmethod
     def tumbling(cls, length: SizeLike) -> "DurationWindows":
@@ -993,12 +964,7 @@ class DurationWindows(_StormWindows):
         :raises TypeError: for a length of another type.
         """
         _check_length(length, "a window length", "'5 seconds'")
-        return cls(length, slide_interval=length)
-
-    _JVM_CLASS = "windowagg.DurationWindows"
-
-    def _kind_spec(self) -> str:
-        return f"duration {_length_spec(self.length)}"
+        return cls._called("tumbling", length)
 
 
 class CustomWindows(WindowDefinition):
@@ -1030,6 +996,18 @@ class CustomWindows(WindowDefinition):
     parameters, or one taking no arguments when it is given none.
     """
 
+    _JVM_NAME = "CustomWindows"
+
+    #: The class named to :meth:`of`.
+    class_name = _Given("of")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
+    @property
+    def params(self) -> Dict[str, str]:
+        """The parameters, as the strings passed to the class."""
+        return dict(self._calls[0][2])
+
     @classmethod
     def of(cls, class_name: str, **params: Any) -> "CustomWindows":
         """The windows of the JVM class ``class_name``, made from ``params``.
@@ -1046,31 +1024,7 @@ class CustomWindows(WindowDefinition):
             raise TypeError(f"the custom window class name must be a str, not {type(class_name).__name__}")
         if not class_name.strip():
             raise ValueError("the custom window class name must not be empty")
-        return cls(class_name.strip(), {str(k): str(v) for k, v in params.items()})
-
-    def __init__(
-        self, class_name: str, params: Optional[Dict[str, str]] = None, grace: Optional[GraceLike] = None
-    ) -> None:
-        """Use :meth:`CustomWindows.of` (and :meth:`grace`) instead."""
-        self.class_name = class_name
-        #: The parameters, as the strings passed to the class.
-        self.params: Dict[str, str] = dict(params or {})
-        #: The grace period given with :meth:`grace`, or None.
-        self.grace_period = grace
-        ordered = sorted(self.params.items())
-        description = (
-            f"CustomWindows.of({class_name!r}"
-            + "".join(f", {k}={v!r}" for k, v in ordered)
-            + ")"
-            + ("" if grace is None else f".grace({grace!r})")
-        )
-
-        def spec() -> str:
-            arguments = "" if not ordered else "(" + ", ".join(f"{k}={v}" for k, v in ordered) + ")"
-            return f"custom {class_name}{arguments}{_grace_spec(grace)}"
-
-        params_now = dict(self.params)
-        super().__init__(description, lambda jvm: _build_custom(jvm, class_name, params_now, grace), spec)
+        return cls._called("of", class_name.strip(), **params)
 
     def grace(self, grace: GraceLike) -> "CustomWindows":
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
@@ -1078,7 +1032,7 @@ class CustomWindows(WindowDefinition):
         :returns: a new :class:`CustomWindows`; this one is unchanged.
         """
         _check_grace(grace)
-        return type(self)(self.class_name, self.params, grace)
+        return self._then("grace", grace)
 
 
 def _check_length(value: Any, what: str, example: str) -> None:
@@ -1133,232 +1087,6 @@ def _check_tie_break(column: Any) -> str:
     if not column.strip():
         raise ValueError("the tie-break column name must not be empty")
     return column.strip()
-
-
-def _java_duration(jvm: Any, delta: datetime.timedelta) -> Any:
-    micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-    return jvm.java.time.Duration.ofSeconds(micros // 1_000_000, (micros % 1_000_000) * 1000)
-
-
-def _build_sliding(jvm: Any, size: SizeLike, grace: Optional[GraceLike] = None) -> Any:
-    factory = _jvm.jvm_class(jvm, "windowagg.SlidingWindows")
-    # A str picks of(String); an int picks of(long) (py4j widens a small int to long).
-    return _with_grace(jvm, factory.of(_span(jvm, size)), grace)
-
-
-def _build_session(jvm: Any, gap: Optional[SizeLike], gap_column: Optional[str], grace: Optional[GraceLike]) -> Any:
-    factory = _jvm.jvm_class(jvm, "windowagg.SessionWindows")
-    definition = factory.withDynamicGap(gap_column) if gap_column is not None else factory.withInactivityGap(_span(jvm, gap))
-    return _with_grace(jvm, definition, grace)
-
-
-def _build_time(
-    jvm: Any, size: SizeLike, advance: Optional[SizeLike], offset: Optional[SizeLike], grace: Optional[GraceLike]
-) -> Any:
-    definition = _jvm.jvm_class(jvm, "windowagg.TimeWindows").of(_span(jvm, size))
-    if advance is not None:
-        definition = definition.advanceBy(_span(jvm, advance))
-    if offset is not None:
-        definition = definition.withOffset(_span(jvm, offset))
-    return _with_grace(jvm, definition, grace)
-
-
-def _build_cumulative(
-    jvm: Any, step: SizeLike, max_size: SizeLike, offset: Optional[SizeLike], grace: Optional[GraceLike]
-) -> Any:
-    factory = _jvm.jvm_class(jvm, "windowagg.CumulativeWindows")
-    if type(step) is not type(max_size) and not isinstance(step, int):
-        # a str and a timedelta: the JVM takes two strings or two Durations; the timedelta as text is exact
-        definition = factory.of(_duration_text(step), _duration_text(max_size))
-    else:
-        definition = factory.of(_span(jvm, step), _span(jvm, max_size))
-    if offset is not None:
-        definition = definition.withOffset(_span(jvm, offset))
-    return _with_grace(jvm, definition, grace)
-
-
-def _build_calendar(
-    jvm: Any, unit: str, n: int, advance: Optional[int], zone: Optional[str], first_day: Optional[str],
-    grace: Optional[GraceLike],
-) -> Any:
-    factory = _jvm.jvm_class(jvm, "windowagg.CalendarWindows")
-    definition = factory.weeks(n, first_day) if unit == "weeks" and first_day is not None else getattr(factory, unit)(n)
-    if advance is not None:
-        definition = definition.advanceBy(advance)
-    if zone is not None:
-        definition = definition.inZone(zone)
-    return _with_grace(jvm, definition, grace)
-
-
-def _build_unlimited(jvm: Any, start: Optional[Union[str, int]], grace: Optional[GraceLike]) -> Any:
-    definition = _jvm.jvm_class(jvm, "windowagg.UnlimitedWindows").of()
-    if start is not None:
-        definition = definition.startOn(start)  # a str picks startOn(String), an int startOn(long)
-    return _with_grace(jvm, definition, grace)
-
-
-def _build_storm(
-    jvm: Any, jvm_class: str, length: SizeLike, slide_rows: Optional[int], slide_interval: Optional[SizeLike],
-    lag: Optional[GraceLike], tie_break: Optional[str],
-) -> Any:
-    # An int picks of(long) (rows, or ticks), a str of(String), a timedelta of(Duration).
-    definition = _jvm.jvm_class(jvm, jvm_class).of(_span(jvm, length))
-    return _with_storm_clauses(jvm, definition, slide_rows, slide_interval, lag, tie_break)
-
-
-def _with_storm_clauses(
-    jvm: Any, definition: Any, slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike],
-    tie_break: Optional[str],
-) -> Any:
-    """Storm's optional parts on a JVM CountWindows or DurationWindows (tumbling is of(n).slide(n) / of(l).every(l))."""
-    if slide_rows is not None:
-        definition = definition.slide(slide_rows)
-    if slide_interval is not None:
-        definition = definition.every(_span(jvm, slide_interval))
-    if lag is not None:
-        definition = definition.lag(_span(jvm, lag))
-    if tie_break is not None:
-        definition = definition.tieBreak(tie_break)
-    return definition
-
-
-def _build_custom(jvm: Any, class_name: str, params: Dict[str, str], grace: Optional[GraceLike]) -> Any:
-    factory = _jvm.jvm_class(jvm, "windowagg.CustomWindows")
-    if params:
-        java_params = jvm.java.util.HashMap()
-        for key, value in params.items():
-            java_params.put(key, value)
-        definition = factory.of(class_name, java_params)
-    else:
-        definition = factory.of(class_name)
-    return _with_grace(jvm, definition, grace)
-
-
-def _span(jvm: Any, size: SizeLike) -> Any:
-    return _java_duration(jvm, size) if isinstance(size, datetime.timedelta) else size
-
-
-def _with_grace(jvm: Any, definition: Any, grace: Optional[GraceLike]) -> Any:
-    return definition if grace is None else definition.grace(_span(jvm, grace))
-
-
-# --- lengths in the spec grammar, for the Python fallback of WindowDefinition.spec ------------------
-
-_NANOS_PER_UNIT = [
-    (("w", "week", "weeks"), 7 * 86_400 * 10**9),
-    (("d", "day", "days"), 86_400 * 10**9),
-    (("h", "hr", "hrs", "hour", "hours"), 3_600 * 10**9),
-    (("m", "min", "mins", "minute", "minutes"), 60 * 10**9),
-    (("s", "sec", "secs", "second", "seconds"), 10**9),
-    (("ms", "milli", "millis", "millisecond", "milliseconds"), 10**6),
-    (("us", "micro", "micros", "microsecond", "microseconds"), 10**3),
-    (("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1),
-]
-_FORMAT_UNITS = [
-    (86_400 * 10**9, "day"),
-    (3_600 * 10**9, "hour"),
-    (60 * 10**9, "minute"),
-    (10**9, "second"),
-    (10**6, "millisecond"),
-    (10**3, "microsecond"),
-    (1, "nanosecond"),
-]
-_LENGTH_PART = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
-
-
-def _duration_nanos(text: str) -> Optional[int]:
-    """The nanoseconds of a duration written as the JVM reads it ("1 hour 30 minutes", "250ms"),
-    or None when it is not one (the JVM then reports the problem)."""
-    trimmed = re.sub(r"(?i)^interval\s+", "", text.strip())
-    parts = list(_LENGTH_PART.finditer(trimmed))
-    if not parts or re.sub(r"\s", "", "".join(m.group(0) for m in parts)) != re.sub(r"\s", "", trimmed):
-        return None
-    total = decimal.Decimal(0)
-    for m in parts:
-        unit = m.group(2).lower()
-        nanos = next((n for names, n in _NANOS_PER_UNIT if unit in names), None)
-        if nanos is None:
-            return None
-        total += decimal.Decimal(m.group(1)) * nanos
-    if total != total.to_integral_value() or abs(total) > _LONG_MAX:
-        return None
-    return int(total)
-
-
-def _format_nanos(nanos: int) -> str:
-    """A duration as the JVM writes it: its largest whole unit ("90 minutes", "250 milliseconds")."""
-    if nanos == 0:
-        return "0 seconds"
-    for unit, name in _FORMAT_UNITS:
-        if nanos % unit == 0:
-            count = nanos // unit
-            return f"{count} {name}{'' if abs(count) == 1 else 's'}"
-    raise AssertionError("unreachable: every count of nanoseconds is whole")
-
-
-def _timedelta_nanos(delta: datetime.timedelta) -> int:
-    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1000
-
-
-def _duration_text(value: SizeLike) -> str:
-    """A str or timedelta duration as text the JVM parses to the same duration."""
-    if isinstance(value, datetime.timedelta):
-        return _format_nanos(_timedelta_nanos(value))
-    return str(value)
-
-
-def _length_spec(value: Optional[SizeLike]) -> str:
-    """A length as the spec grammar writes it: int ticks bare, durations in their largest whole unit."""
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, datetime.timedelta):
-        return _format_nanos(_timedelta_nanos(value))
-    nanos = _duration_nanos(str(value))
-    return str(value).strip() if nanos is None else _format_nanos(nanos)
-
-
-def _grace_spec(grace: Optional[GraceLike]) -> str:
-    return "" if grace is None else f" grace {_length_spec(grace)}"
-
-
-def _rows_spec(n: int) -> str:
-    return f"{n} {'row' if n == 1 else 'rows'}"
-
-
-def _storm_clauses_spec(
-    slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike], tie_break: Optional[str]
-) -> str:
-    """Storm's optional clauses as the JVM writes them; a slide of 1 row is the default and left out."""
-    if slide_rows is not None:
-        every = "" if slide_rows == 1 else f" every {_rows_spec(slide_rows)}"
-    else:
-        every = "" if slide_interval is None else f" every {_length_spec(slide_interval)}"
-    return (
-        every + ("" if lag is None else f" lag {_length_spec(lag)}")
-        + ("" if tie_break is None else f" tie break {_column_spec(tie_break)}")
-    )
-
-
-# words that start a clause of some kind in the spec grammar (WindowSpec.isClauseWord on the JVM)
-_CLAUSE_WORDS = {"every", "offset", "grace", "gap", "up", "to", "lag", "tie", "break", "from", "in", "starting"}
-
-
-def _column_spec(column: str) -> str:
-    """A column name as the JVM's spec writes it: in backquotes when it holds a space or could read as a clause word."""
-    if any(c.isspace() for c in column) or column.lower() in _CLAUSE_WORDS:
-        return f"`{column}`"
-    return column
-
-
-def _storm_description(
-    slide_rows: Optional[int], slide_interval: Optional[SizeLike], lag: Optional[GraceLike], tie_break: Optional[str]
-) -> str:
-    return (
-        ("" if slide_rows is None else f".slide({slide_rows!r})")
-        + ("" if slide_interval is None else f".every({slide_interval!r})")
-        + ("" if lag is None else f".lag({lag!r})")
-        + ("" if tie_break is None else f".tieBreak({tie_break!r})")
-    )
 
 
 def _ensure_definition(definition: Optional[WindowDefinition]) -> WindowDefinition:

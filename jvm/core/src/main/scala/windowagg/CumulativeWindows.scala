@@ -43,6 +43,7 @@ final class CumulativeWindows private (
       throw WindowError(s"cumulative window max size $maxSize is not a whole multiple of the step $step")
     }
     if (offsetTicks >= maxTicks) throw WindowError(s"window offset ${offset.get} must be less than the max size $maxSize")
+    WindowSpec.checkWindowsPerTime(this, maxTicks / stepTicks, "use a larger step")
     CumulativeWindows.Resolved(stepTicks, maxTicks, offsetTicks, gracePeriod.map(_.toTicks(timeline, "grace period")))
   }
 

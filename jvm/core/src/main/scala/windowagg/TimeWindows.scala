@@ -52,6 +52,8 @@ final class TimeWindows private (
       throw WindowError(s"window offset ${offset.get} must be less than the ${if (advance.isDefined) "advance" else "size"} " +
         s"${advance.getOrElse(size)}")
     }
+    WindowSpec.checkWindowsPerTime(this, (sizeTicks - 1) / advanceTicks + 1,
+      "use a larger advance, or SlidingWindows.of(size) for a window ending at every row")
     TimeWindows.Resolved(sizeTicks, advanceTicks, offsetTicks, gracePeriod.map(_.toTicks(timeline, "grace period")))
   }
 

@@ -24,6 +24,15 @@ import windowagg.core.{TimeSpan, WindowError}
  * column. This object is the one registry of built-in kinds: a kind is listed here once.
  */
 object WindowSpec {
+  /** The most windows a definition may put on one time: each is computed and output. */
+  val MaxWindowsPerTime: Long = 1000000L
+
+  /** Refuses a definition whose every time would be in more than [[MaxWindowsPerTime]] windows, saying what to do instead. */
+  def checkWindowsPerTime(definition: WindowDefinition, windows: Long, instead: String): Unit =
+    if (windows > MaxWindowsPerTime) {
+      throw WindowError(s"$definition puts every time in $windows windows; at most $MaxWindowsPerTime are allowed " +
+        s"(each is computed and output): $instead")
+    }
 
   /** A kind's reader of its own specs. */
   trait Reader {
@@ -45,9 +54,10 @@ object WindowSpec {
   /** All kinds' grammar, one per line. */
   def grammar: String = readers.map(_.usage).mkString("\n")
 
-  /** The definition `text` describes; an error naming the problem otherwise. */
+  /** The definition `text` describes (in the spec grammar, or as the calls that build it: [[WindowCalls]]); an error naming the problem otherwise. */
   def parse(text: String): WindowDefinition = {
     if (text == null || text.trim.isEmpty) throw WindowError(s"a window spec must not be empty; write one of:\n$grammar")
+    if (WindowCalls.isCalls(text)) return WindowCalls.read(text)
     val trimmed = text.trim
     val keyword = trimmed.split("\\s+", 2).head.toLowerCase(Locale.ROOT)
     val reader = readers.find(_.keywords.contains(keyword)).getOrElse(throw WindowError(

@@ -23,6 +23,14 @@ class WindowKindsSpec extends AnyFunSuite with Matchers {
     TimeWindows.of(100L).advanceBy(30L).withOffset(7L).resolve(millis) shouldBe TimeWindows.Resolved(100, 30, 7)
   }
 
+  test("a definition putting a time in more than a million windows fails when it resolves, saying what to do") {
+    rejected(TimeWindows.of("1 hour").advanceBy("1 microsecond").resolve(micros)) should include(
+      "puts every time in 3600000000 windows; at most 1000000 are allowed")
+    rejected(TimeWindows.of("1 hour").advanceBy("1 microsecond").resolve(micros)) should include("SlidingWindows.of(size)")
+    rejected(CumulativeWindows.of("1 microsecond", "1 day").resolve(micros)) should include("use a larger step")
+    TimeWindows.of("1 day").advanceBy("100 milliseconds").resolve(micros).sizeTicks shouldBe 86400000000L // 864,000 windows
+  }
+
   test("cumulative windows resolve to ticks") {
     CumulativeWindows.of("1 hour", "1 day").resolve(millis) shouldBe CumulativeWindows.Resolved(3600000, 86400000, 0)
     CumulativeWindows.of(10L, 40L).withOffset(5L).grace("0 seconds").resolve(millis) shouldBe
