@@ -638,6 +638,44 @@ def test_streaming_late_rows_and_rows_in_no_window(streaming, tmp_path):
     assert ss.observed(query, "unwindowed_rows") == 3
 
 
+def test_streaming_idle_keys_expire(streaming, tmp_path):
+    """expire_idle_keys: a key the watermark leaves a minute behind is forgotten, and its rows that no
+    window took come out as expired. a's two rows wait for a third; b's three make a window and b
+    is forgotten with nothing left; a comes back after it was forgotten and starts afresh: its next
+    three rows make its next window; c's one row expires once the flush's watermark passes it."""
+    spark = streaming
+    s = SECOND
+    chunks = [
+        [ss.event(1, "a", 100 * s, 1), ss.event(2, "a", 101 * s, 2),
+         ss.event(11, "b", 100 * s, 10), ss.event(12, "b", 101 * s, 20), ss.event(13, "b", 102 * s, 30)],
+        [ss.event(21, "c", 500 * s, 100)],
+        [ss.event(3, "a", 600 * s, 4), ss.event(4, "a", 601 * s, 8), ss.event(5, "a", 602 * s, 16)],
+        [ss.flush_event(100)],
+    ]
+    ss.write_files(str(tmp_path / "in"), chunks)
+    stream = spark.readStream.schema(ss.SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
+    definition = CountWindows.tumbling(3).lag("5 seconds")
+    out = stream.groupBy("k", window("ts", definition, late_rows="emit", expire_idle_keys="1 minute")).agg(
+        F.sum("v").alias("s")
+    )
+    query = run_available_now(out, tmp_path / "checkpoint", name="storm_expiry")
+    try:
+        rows = spark.table("storm_expiry").where(~F.col("k").eqNullSafe("flush")).collect()
+    finally:
+        spark.catalog.dropTempView("storm_expiry")
+    assert sorted((r["k"], r["s"]) for r in rows if r["late_reason"] is None) == [("a", 28), ("b", 60)]
+    assert sorted(r["k"] for r in rows if r["late_reason"] == "expired") == ["a", "a", "c"]
+    assert ss.observed(query, "expired_rows") == 3
+
+
+def test_expire_idle_keys_refused_where_keys_go_by_themselves(streaming):
+    stream = streaming.readStream.format("rate").load().withWatermark("timestamp", "1 second")
+    with pytest.raises(AnalysisException, match="drop expireIdleKeys"):
+        stream.groupBy(window("timestamp", SlidingWindows.of("1 minute"), expire_idle_keys="1 hour")).count()
+    with pytest.raises(TypeError, match="expire_idle_keys must be a str"):
+        window("timestamp", CountWindows.of(3), expire_idle_keys=3600)
+
+
 # --- errors ----------------------------------------------------------------------------------------
 
 

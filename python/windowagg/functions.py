@@ -55,6 +55,7 @@ def window(
     emit: Optional[str] = None,
     late_rows: Optional[str] = None,
     time: Optional[str] = None,
+    expire_idle_keys: Optional[str] = None,
 ) -> "Column":
     """A grouping column that assigns each row to the windows of ``definition``.
 
@@ -120,7 +121,7 @@ def window(
     Late rows (every window that could hold them is final) and rows with a null time are always
     counted in the query's observed metrics named ``"windowagg"``
     (``query.lastProgress["observedMetrics"]["windowagg"]``, fields ``late_rows``,
-    ``null_time_rows``, ``invalid_gap_rows`` and ``unwindowed_rows``).
+    ``null_time_rows``, ``invalid_gap_rows``, ``unwindowed_rows`` and ``expired_rows``).
 
     :param time_col: the time column, by name or as a Column: TIMESTAMP, TIMESTAMP_NTZ or an
         integral epoch (byte, short, int or long); TIMESTAMP in streaming.
@@ -147,15 +148,25 @@ def window(
     :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
         rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
         ``late_reason`` is ``"late"``, ``"null time"``, ``"invalid gap"`` (sessions with a per-row
-        gap) or ``"no window"`` (a time the definition leaves out) and whose ``late_row`` struct holds all
-        the input's columns (the keys are set; the window's start and end and the aggregates are
-        null). With ``"emit"``, the output has the extra columns ``late_reason`` and ``late_row``.
+        gap), ``"no window"`` (a time the definition leaves out) or ``"expired"`` (see
+        ``expire_idle_keys``) and whose ``late_row`` struct holds all the input's columns (the
+        keys are set; the window's start and end and the aggregates are null). Storm's windows
+        keep only a row's partial aggregate once its place among the key's rows is settled, so
+        their ``"no window"`` and ``"expired"`` rows have a null ``late_row``. With ``"emit"``,
+        the output has the extra columns ``late_reason`` and ``late_row``.
     :param time: ``"event"`` (the default): windows by the time column's values, closed by the
         watermark. ``"processing"``, streaming only: Storm's default, each row's time is when its
         micro-batch is processed; pass ``F.current_timestamp()`` as the time column, no watermark
         is needed, and windows close on Spark's processing-time clock (give the query a
         processing-time trigger, e.g. ``trigger(processingTime="1 second")``: such a query runs
         a micro-batch on every trigger, with or without new rows).
+    :param expire_idle_keys: streaming only, a duration such as ``"1 day"``: forget a key once the
+        aggregation's clock (the watermark, or processing time) is that far past the latest time
+        among its rows. For the kinds whose state would otherwise outlive its key: Storm's windows
+        (a count window waits for rows that an idle key never sends) and windows that never close
+        (:class:`UnlimitedWindows`); the others forget a key once its windows are final and refuse
+        it. Rows of a forgotten key that no window took come out with ``late_reason`` ``"expired"``
+        and are counted in ``expired_rows``; the key's next rows start afresh.
     :returns: a :class:`pyspark.sql.Column`.
     :raises TypeError: for arguments of the wrong type. Unknown ``emit`` or ``late_rows`` values
         raise the JVM's AnalysisException, which names the option.
@@ -167,27 +178,29 @@ def window(
         ("emit", emit, "'final', 'updates' or 'every 10 seconds'"),
         ("late_rows", late_rows, "'count' or 'emit'"),
         ("time", time, "'event' or 'processing'"),
+        ("expire_idle_keys", expire_idle_keys, "'1 day'"),
     ):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a str such as {example}, not {type(value).__name__}")
+    options = {
+        "timeUnit": time_unit, "emit": emit, "lateRows": late_rows, "time": time, "expireIdleKeys": expire_idle_keys,
+    }
+    given = {k: v for k, v in options.items() if v is not None}
     if _on_connect(time_col):
-        options = {"timeUnit": time_unit, "emit": emit, "lateRows": late_rows, "time": time}
-        given = {k: v for k, v in options.items() if v is not None}
         return _connect_window(time_col, _ensure_definition(definition), given)
     jdef = _ensure_definition(definition)._java_definition()
     jvm = _jvm.active_jvm()
     jcol = _java_column(time_col)
     functions = _jvm.jvm_class(jvm, _FUNCTIONS)
     try:
-        if emit is None and late_rows is None and time is None:
+        if given.keys() <= {"timeUnit"}:
             if time_unit is None:
                 jc = functions.window(jcol, jdef)
             else:
                 jc = functions.window(jcol, jdef, time_unit)
         else:
             # py4j converts the dict to a java.util.Map, which picks the options overload.
-            options = {"timeUnit": time_unit, "emit": emit, "lateRows": late_rows, "time": time}
-            jc = functions.window(jcol, jdef, {k: v for k, v in options.items() if v is not None})
+            jc = functions.window(jcol, jdef, given)
     except Exception as error:
         if _jvm.is_illegal_argument(error):
             _jvm.raise_value_error(error)

@@ -44,15 +44,15 @@ object WindowCalls {
   private final case class Named(name: String, value: String) extends Argument
 
   /** Invokes the public method `name` of `target` whose parameters take `args`. */
-  private def call(text: String, target: AnyRef, name: String, given: Seq[Argument]): AnyRef = {
-    val (named, positional) = given.partition(_.isInstanceOf[Named])
+  private def call(text: String, target: AnyRef, name: String, arguments: Seq[Argument]): AnyRef = {
+    val (named, positional) = arguments.partition(_.isInstanceOf[Named])
     val parameters = named.collect { case Named(k, v) => k -> v }.toMap
     val args: Seq[Any] = positional ++ (if (named.nonEmpty) Seq(parameters) else Nil)
     // only the builders: methods that return a definition
     val candidates = target.getClass.getMethods.toSeq.filter(m => m.getName == name && m.getParameterCount == args.length &&
       classOf[WindowDefinition].isAssignableFrom(m.getReturnType))
     val chosen = candidates.flatMap(m => converted(m, args).map(m -> _)).headOption.getOrElse {
-      val shown = given.map { case Text(_) => "text"; case Whole(_) => "an integer"; case Named(k, _) => s"$k=..." }
+      val shown = arguments.map { case Text(_) => "text"; case Whole(_) => "an integer"; case Named(k, _) => s"$k=..." }
       val what = target match {
         case _: WindowSpec.Reader => target.getClass.getSimpleName.stripSuffix("$")
         case _ => target.getClass.getSimpleName

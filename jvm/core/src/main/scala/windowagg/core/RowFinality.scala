@@ -21,8 +21,9 @@ final class RowFinality(kind: RowWindows) {
    * their buffers are handed over), and `leftOut(position)` every row from `accountedBefore` on
    * that is in no window and never will be. Returns how many rows to drop from the front (no
    * window still to come needs them), where the next call's `accountedBefore` is, the end of a
-   * window the kept rows already make that is not final yet (a slide in time), if any, and the
-   * first row of the last window evaluated so far (the next call's `previousWindowHead`).
+   * window the kept rows already make that is not final yet (a slide in time), if any, the
+   * first row of the last window evaluated so far (the next call's `previousWindowHead`), and the
+   * first kept row no window has taken yet.
    */
   def settle[P](rows: IndexedSeq[Timed[P]], firstPosition: Long, accountedBefore: Long, from: Long, until: Long,
       agg: PartialAggregation[P], views: Boolean = false, previousWindowHead: Option[Long] = None)(
@@ -48,10 +49,11 @@ final class RowFinality(kind: RowWindows) {
       leftOut(position)
       position += 1
     }
-    RowFinality.Settled(drop, math.max(accounted, dropUntil), cursor.waitingFor, lastWindowHead)
+    RowFinality.Settled(drop, math.max(accounted, dropUntil), cursor.waitingFor, lastWindowHead, position)
   }
 }
 
 object RowFinality {
-  final case class Settled(drop: Int, accountedBefore: Long, nextEnd: Option[Long], lastWindowHead: Option[Long])
+  /** What [[RowFinality.settle]] returns; `unwindowedFrom`: the first kept row no window has taken yet (a later window may). */
+  final case class Settled(drop: Int, accountedBefore: Long, nextEnd: Option[Long], lastWindowHead: Option[Long], unwindowedFrom: Long)
 }

@@ -19,10 +19,13 @@ object NotWindowed {
     "rows in no window of the definition (not windowed)")
   /** Streaming only: every window that could hold the row was final when it arrived. */
   case object Late extends NotWindowed("late", "lateRows", "late_rows", "rows after every window that could hold them was final")
+  /** Streaming only: the row's key was forgotten after being idle (`expireIdleKeys`) before a window took the row. */
+  case object Expired extends NotWindowed("expired", "expiredRows", "expired_rows",
+    "rows of keys forgotten as idle (expireIdleKeys) before any window took them")
 
-  /** What a batch aggregation can leave out (a batch has no watermark: no row is late). */
+  /** What a batch aggregation can leave out (a batch has no watermark: no row is late, and no key expires). */
   val inBatch: Seq[NotWindowed] = Seq(NullTime, InvalidGap, NoWindow)
-  val inStreaming: Seq[NotWindowed] = Late +: inBatch
+  val inStreaming: Seq[NotWindowed] = Late +: inBatch :+ Expired
 }
 
 /**

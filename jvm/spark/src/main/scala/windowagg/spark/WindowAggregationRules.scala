@@ -96,7 +96,10 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowColumn = windowAlias.toAttribute
     val (timeColumn, windows) = window.validated
     if (window.options.processingTime) checkProcessingTime(window, child.isStreaming)
-
+    if (window.options.expireIdleKeys.isDefined && !child.isStreaming) {
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
+        "expireIdleKeys is for streaming queries, which keep keys' state between micro-batches: a batch query keeps none")
+    }
 
     val grouping = a.groupingExpressions.map(trimAliases)
     if (!grouping.exists(_.semanticEquals(windowColumn))) {

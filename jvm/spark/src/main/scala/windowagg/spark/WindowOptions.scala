@@ -2,7 +2,9 @@ package windowagg.spark
 
 import java.util.Locale
 
-import windowagg.core.WindowError
+import java.util.concurrent.TimeUnit
+
+import windowagg.core.{TimeSpan, WindowError}
 
 /**
  * How a windowed aggregation reads its time column and, in streaming, what it emits:
@@ -16,20 +18,27 @@ import windowagg.core.WindowError
  *    "windowagg") or "emit" (they also come out as rows with `late_reason` and `late_row`);
  *  - `time`: "event" (the time column's values, against the watermark) or "processing" (streaming
  *    only: the time column is `current_timestamp()`, each row's time is its micro-batch's, and
- *    windows close on Spark's processing-time clock, as Storm's default).
+ *    windows close on Spark's processing-time clock, as Storm's default);
+ *  - `expireIdleKeys`: a duration (streaming only, for kinds whose state would otherwise outlive its
+ *    key: windows cut at rows, windows that never close): a key that has had no row for that long,
+ *    on the aggregation's clock, is forgotten, and its rows no window took are routed as expired.
  */
 final case class WindowOptions(timeUnit: Option[String] = None, emission: streaming.Emission = streaming.Emission.Final,
-    lateRows: String = "count", time: String = "event") {
+    lateRows: String = "count", time: String = "event", expireIdleKeys: Option[TimeSpan] = None) {
   def emit: String = emission.name
   def emitLateRows: Boolean = lateRows == "emit"
   def processingTime: Boolean = time == "processing"
   override def toString: String =
     (timeUnit.map(u => s"timeUnit=$u").toSeq ++ Seq(s"emit=$emit", s"lateRows=$lateRows") ++
-      (if (processingTime) Seq("time=processing") else Nil)).mkString(", ")
+      (if (processingTime) Seq("time=processing") else Nil) ++
+      expireIdleKeys.map(e => s"expireIdleKeys=${e.spec}")).mkString(", ")
+
+  /** The idle time after which a key is forgotten, in a streaming time column's ticks (microseconds). */
+  def expireIdleKeysTicks: Option[Long] = expireIdleKeys.map(_.toTicks(TimeUnit.MICROSECONDS, "expireIdleKeys"))
 }
 
 object WindowOptions {
-  val Keys = Seq("timeUnit", "emit", "lateRows", "time")
+  val Keys = Seq("timeUnit", "emit", "lateRows", "time", "expireIdleKeys")
 
   /** Options from name/value pairs (names as in `Keys`, case-insensitive); errors name the bad one. */
   def from(pairs: Iterable[(String, String)]): WindowOptions = pairs.foldLeft(WindowOptions()) {
@@ -51,6 +60,11 @@ object WindowOptions {
           val t = value.toLowerCase(Locale.ROOT)
           if (t != "event" && t != "processing") throw WindowAggException(WindowAggError.INVALID_OPTION, s"time must be 'event' or 'processing', got '$v'")
           o.copy(time = t)
+        case "expireidlekeys" | "expire_idle_keys" =>
+          val span =
+            try TimeSpan.positive(TimeSpan.parse(value), "expireIdleKeys")
+            catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
+          o.copy(expireIdleKeys = Some(span))
         case other => throw WindowAggException(WindowAggError.INVALID_OPTION, s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
       }
   }

@@ -33,6 +33,9 @@ private[spark] object CountedRows extends StreamingKind {
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine =
     Combine.none("Storm's windows are cut at rows")
 
+  /** A key's rows wait for windows that later rows would make, which an idle key never sends. */
+  override def keepsIdleKeys(windows: ResolvedWindows): Boolean = true
+
   override def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission): Unit =
     if (emission != Emission.Final) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
@@ -40,8 +43,8 @@ private[spark] object CountedRows extends StreamingKind {
           "its windows come out final only; use emit 'final' (and the append output mode)")
     }
 
-  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic =
-    new Logic(spec, tools, handle)
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
+    new Logic(spec, tools, handle, timers)
 
   /** A waiting row as stored: time, tie-order row (its length first), partial aggregate. */
   def waitingEntry(time: Long, order: UnsafeRow, partial: Array[Byte]): Array[Byte] = {
@@ -69,7 +72,7 @@ private[spark] object CountedRows extends StreamingKind {
   def settledEntry(time: Long, partial: Array[Byte]): Array[Byte] =
     ByteBuffer.allocate(8 + partial.length).putLong(time).put(partial).array()
 
-  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle) extends KeyLogic {
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val kind = spec.windows.asInstanceOf[RowWindows]
     private val settled: MapState[Long, Array[Byte]] =
@@ -81,7 +84,6 @@ private[spark] object CountedRows extends StreamingKind {
     private val lastWindowHead: ValueState[Long] = handle.getValueState[Long]("lastWindowHead", Encoders.scalaLong, TTLConfig.NONE)
     private val timer: ValueState[Long] = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
     private val finality = new RowFinality(kind)
-    private val timers = new Timers(spec, handle)
     private val order = spec.tieOrder.map(BindReferences.bindReference(_: Expression, spec.valueAttributes))
     private val tieOrder = UnsafeProjection.create(order)
     private val tieFields = order.length
@@ -110,6 +112,20 @@ private[spark] object CountedRows extends StreamingKind {
       scheduleTimer(settle(watermark, out))
     }
 
+    override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
+      settle(watermark, out, again = true)
+      // every row is behind the watermark now: those no window took yet never will be
+      var position = unwindowedFrom
+      while (position < keptUntil) {
+        out.notWindowed(NotWindowed.Expired)
+        position += 1
+      }
+      waiting.get().foreach(_ => out.notWindowed(NotWindowed.Expired))
+      settled.clear()
+      waiting.clear()
+      Seq(firstPosition, accountedBefore, settledUntil, lastWindowHead, timer).foreach(_.clear())
+    }
+
     /** Keeps the key's one timer (also kept in `timer`) at the expiry of `nextEnd`, or none. */
     private def scheduleTimer(nextEnd: Option[Long]): Unit = {
       val current = if (timer.exists()) Some(timer.get()) else None
@@ -120,14 +136,19 @@ private[spark] object CountedRows extends StreamingKind {
       }
     }
 
+    // after settle: the positions of the kept rows that no window has taken yet
+    private var unwindowedFrom = 0L
+    private var keptUntil = 0L
+
     /**
      * Settles the waiting rows behind the watermark, reports the windows that became final and the
      * rows in no window, drops settled rows no window still needs, and returns the next time the
      * key must be looked at: its earliest waiting row, or the end of a window its rows already make.
+     * Done once per watermark, unless `again` (windows already reported are not reported twice).
      */
-    private def settle(watermark: Long, out: Emitter): Option[Long] = {
+    private def settle(watermark: Long, out: Emitter, again: Boolean = false): Option[Long] = {
       val from = if (settledUntil.exists()) settledUntil.get() else Long.MinValue
-      if (watermark <= from) return if (timer.exists()) Some(timers.timerEnd(timer.get())) else None
+      if (watermark <= from && !again) return if (timer.exists()) Some(timers.timerEnd(timer.get())) else None
       val (ready, still) = waiting.get().map(WaitingRow(_, tieFields)).toArray.partition(_.time < watermark)
       val first = if (firstPosition.exists()) firstPosition.get() else 0L
       val kept = settled.iterator().toArray.sortBy(_._1).map { case (_, bytes) =>
@@ -145,8 +166,10 @@ private[spark] object CountedRows extends StreamingKind {
       val result = finality.settle(rows, first, accounted, from, watermark, aggregates, spec.withViews, previousWindowHead) { w =>
         if (spec.withViews) out.finalWindow(w.start, w.end, w.aggregate, w.newRows, w.expiredRows)
         else out.finalWindow(w.start, w.end, w.aggregate)
-      }(_ => out.unwindowed())
+      }(_ => out.notWindowed(NotWindowed.NoWindow))
       (first until first + result.drop).foreach(settled.removeKey)
+      unwindowedFrom = result.unwindowedFrom
+      keptUntil = first + rows.length
       firstPosition.update(first + result.drop)
       accountedBefore.update(result.accountedBefore)
       settledUntil.update(watermark)

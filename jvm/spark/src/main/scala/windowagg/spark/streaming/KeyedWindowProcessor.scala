@@ -3,7 +3,7 @@ package windowagg.spark.streaming
 import scala.collection.mutable
 
 import org.apache.spark.TaskContext
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.streaming._
@@ -25,6 +25,10 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   @transient private var input: Input = _
   @transient private var emitter: Emitter = _
   @transient private var whole: UnsafeRow = _
+  @transient private var timers: Timers = _
+  // with expireIdleKeys: the latest time among the key's rows
+  @transient private var latestRow: ValueState[Long] = _
+  @transient private var latestSeen: Option[Long] = None
 
   private val kind: StreamingKind = spec.kind
 
@@ -42,7 +46,11 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     input = new Input(new RowIntake(spec.windows, spec.timeColumn, spec.timeOrdinal, spec.gapOrdinal, spec.gapType))
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)
-    logic = kind.open(spec, tools, getHandle)
+    timers = new Timers(spec, getHandle)
+    if (spec.expireIdleAfter.isDefined) {
+      latestRow = getHandle.getValueState[Long]("latestRow", Encoders.scalaLong, TTLConfig.NONE)
+    }
+    logic = kind.open(spec, tools, getHandle, timers)
   }
 
   override def close(): Unit = if (tools != null) {
@@ -57,7 +65,12 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
 
   override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val keyRow = tools.keyToInternal(key).copy()
+    val watermark = watermarkTicks(timerValues)
     emitter.start(keyRow)
+    // a key idle for long enough is forgotten before its new rows start it afresh
+    expireIfIdle(keyRow, watermark)
+    var latest = latestSeen
+    val before = latest
     val keyFields = spec.keySchema.length
     // rows the definition does not window go out here; the kind sees the others
     val windowed = inputRows.flatMap { row =>
@@ -72,23 +85,61 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
         input.whole = whole
         input.count = if (input.piece == null) 1L else logic.countOf(input.piece)
         val why = input.intake.classify(whole)
-        if (why == null) Some(input)
-        else {
+        if (why == null) {
+          // the kind moves its timer after reading every row, so the deadline is the batch's by then
+          if (latestRow != null && latest.forall(_ < input.time)) {
+            latest = Some(input.time)
+            timers.deadline = latest.map(idleDeadlineMs)
+          }
+          Some(input)
+        } else {
           emitter.notWindowed(whole, why, input.count)
           None
         }
       }
     }
-    logic.onRows(keyRow, windowed, watermarkTicks(timerValues), emitter)
+    logic.onRows(keyRow, windowed, watermark, emitter)
+    if (latest != before) latest.foreach(latestRow.update)
     emitter.finish()
   }
 
   override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     val keyRow = tools.keyToInternal(key).copy()
+    val watermark = watermarkTicks(timerValues)
     emitter.start(keyRow)
-    logic.onTimer(keyRow, watermarkTicks(timerValues), emitter)
+    if (!expireIfIdle(keyRow, watermark)) logic.onTimer(keyRow, watermark, emitter)
     emitter.finish()
   }
+
+  /**
+   * With expireIdleKeys: forgets the key if the watermark is that long past its latest row (the kind
+   * settles it and routes the rows no window took) and says so; otherwise keeps the latest row's
+   * time in `latestSeen`, and the key's timer no later than when the key would become idle
+   * ([[Timers.deadline]]).
+   */
+  private def expireIfIdle(keyRow: InternalRow, watermark: Long): Boolean = {
+    latestSeen = if (latestRow != null && latestRow.exists()) Some(latestRow.get()) else None
+    if (latestSeen.exists(t => watermark >= idleFrom(t))) {
+      logic.expire(keyRow, watermark, emitter)
+      latestRow.clear()
+      getHandle.listTimers().toList.foreach(getHandle.deleteTimer)
+      latestSeen = None
+      timers.deadline = None
+      true
+    } else {
+      timers.deadline = latestSeen.map(idleDeadlineMs)
+      false
+    }
+  }
+
+  /** The first tick at which a key whose latest row is at `latest` is idle. */
+  private def idleFrom(latest: Long): Long = {
+    val after = spec.expireIdleAfter.get
+    if (latest > Long.MaxValue - after) Long.MaxValue else latest + after
+  }
+
+  /** The timer (ms) that fires once a key whose latest row is at `latest` is idle. */
+  private def idleDeadlineMs(latest: Long): Long = timers.expiryMs(idleFrom(latest) - 1)
 }
 
 /**
@@ -148,8 +199,8 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
   }
 
   /** A row in no window whose values are no longer kept (kinds cut at rows keep partials): its reason only. */
-  def unwindowed(): Unit =
-    rows += emitted(LateKind, 0L, 0L, null, null, null, NotWindowed.NoWindow.reason, null, isFinal = false)
+  def notWindowed(why: NotWindowed): Unit =
+    rows += emitted(LateKind, 0L, 0L, null, null, null, why.reason, null, isFinal = false)
 
   /**
    * One output row in binary form. `buffer` is null for rows without aggregates (late rows,
@@ -197,8 +248,15 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
   }
 }
 
-/** A key's one timer in milliseconds (timers keep milliseconds), moved only when it changes. */
+/**
+ * A key's one timer in milliseconds (timers keep milliseconds), moved only when it changes. One per
+ * task, shared by the processor and the kind: the processor sets, before the kind sees a key, the
+ * `deadline` at which the key becomes idle (expireIdleKeys), and the kind's timer is never later.
+ */
 private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulProcessorHandle) {
+  /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
+  var deadline: Option[Long] = None
+
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1
 
@@ -206,14 +264,16 @@ private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulPro
   def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
 
   /**
-   * Moves the key's one timer from `current` to `wanted` (milliseconds, or none), touching Spark's
-   * timers only when it changes; returns `wanted`, for the caller to keep with the key's state.
+   * Moves the key's one timer from `current` to `wanted` (milliseconds, or none), or to the
+   * `deadline` if that is earlier, touching Spark's timers only when it changes; returns where it
+   * is, for the caller to keep with the key's state (a kind woken early finds nothing due yet).
    */
   def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
-    if (wanted != current) {
+    val target = (wanted ++ deadline).minOption
+    if (target != current) {
       current.foreach(handle.deleteTimer)
-      wanted.foreach(handle.registerTimer)
+      target.foreach(handle.registerTimer)
     }
-    wanted
+    target
   }
 }

@@ -39,13 +39,14 @@ private[spark] object PartialsByTime extends StreamingKind {
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
     val choice = AggregateBeforeShuffle.choose(mode, spec.windows, spec.functions, perRowLength = false)
     if (spec.processingTime) Combine.none("processing time: every row is in its micro-batch's windows")
+    else if (spec.expireIdleAfter.isDefined) Combine.none("idle keys expire by their rows' times, which combined rows do not keep")
     else if (spec.withViews) Combine.none("Storm's window view reads rows")
     else if (choice.aggregated) Combine.PartialsByTime(choice.why)
     else Combine.none(choice.why)
   }
 
-  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic =
-    new Logic(spec, tools, handle)
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
+    new Logic(spec, tools, handle, timers)
 
   /** A row kept whole until it is known whether some window holds it (`certainlyHeldUntil`). */
   final case class PendingRow(time: Long, bytes: Array[Byte]) {
@@ -125,7 +126,7 @@ private[spark] object PartialsByTime extends StreamingKind {
     }
   }
 
-  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle) extends KeyLogic {
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val blockState: MapState[Long, Array[Byte]] =
       handle.getMapState[Long, Array[Byte]]("blocks", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
@@ -134,7 +135,6 @@ private[spark] object PartialsByTime extends StreamingKind {
     private val firingState: Option[ValueState[Array[Byte]]] =
       early.map(_ => handle.getValueState[Array[Byte]]("firing", Encoders.BINARY, TTLConfig.NONE))
     private val finality = new WindowFinality(spec.windows)
-    private val timers = new Timers(spec, handle)
     private val windows = spec.windows
     private val values = spec.valueAttributes.length
     // a piece: Spark's partial of rows combined before the shuffle ([[StreamingWindowSpec.partialAttributes]])
@@ -206,6 +206,18 @@ private[spark] object PartialsByTime extends StreamingKind {
       progress.timerMs = Progress.NoTimer // the fired timer is gone
       val fireAt = fireEarly(watermark, progress, blocks, Array.emptyLongArray, out)
       save(progress, blocks, (nextEnd ++ fireAt).minOption)
+    }
+
+    override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
+      val progress = readProgress()
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+      finalizeUpTo(watermark, progress, blocks, out)
+      // rows still waiting to learn whether a window holds them never will
+      progress.pending.foreach(r => out.notWindowed(r.value(values), NotWindowed.Expired, 1L))
+      blocks.clear()
+      blocks.flush()
+      progressState.clear()
+      firingState.foreach(_.clear())
     }
 
     /**

@@ -62,8 +62,8 @@ private[spark] object Sessions extends StreamingKind {
     }
   }
 
-  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic =
-    new Logic(spec, tools, handle)
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
+    new Logic(spec, tools, handle, timers)
 
   private val NoValue = Long.MinValue
 
@@ -156,11 +156,10 @@ private[spark] object Sessions extends StreamingKind {
   /** The on-time rows of one time in a micro-batch: their partial, and the largest reach among them. */
   private final class FreshTime(var reach: Long, val partial: InternalRow)
 
-  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle) extends KeyLogic {
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val sessionState: ValueState[Array[Byte]] = handle.getValueState[Array[Byte]]("keySessions", Encoders.BINARY, TTLConfig.NONE)
     private val merging = new SessionMerging[InternalRow](aggregates)
-    private val timers = new Timers(spec, handle)
     private val fixedGap: Option[Long] = spec.windows match {
       case m: MergingWindows => m.fixedGap
       case _ => None

@@ -31,8 +31,14 @@ private[spark] trait StreamingKind extends Serializable {
     }
   }
 
-  /** One task's logic for its keys, over the state variables it declares on `handle`. */
-  def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle): KeyLogic
+  /**
+   * Whether a key's state can outlive its rows (windows cut at rows wait for rows that may never
+   * come; windows that never close never end), so that idle keys may be expired (expireIdleKeys).
+   */
+  def keepsIdleKeys(windows: ResolvedWindows): Boolean = !windows.everFinal
+
+  /** One task's logic for its keys, over the state variables it declares on `handle`, with the key's one timer kept by `timers`. */
+  def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic
 }
 
 private[spark] object StreamingKind {
@@ -52,6 +58,14 @@ private[spark] object StreamingKind {
 private[spark] trait KeyLogic {
   def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit
   def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit
+
+  /**
+   * Forgets an idle key (expireIdleKeys; only kinds that [[StreamingKind.keepsIdleKeys]]): settles it
+   * up to `watermark` as a timer would, routes its rows that no window took as
+   * [[windowagg.spark.NotWindowed.Expired]] and clears its state; the processor deletes its timers.
+   */
+  def expire(key: InternalRow, watermark: Long, out: Emitter): Unit =
+    throw new IllegalStateException(s"${getClass.getName} keeps no idle keys to expire")
 
   /** How many equal rows a whole row stands for, given the piece it came with (in the kind's codec). */
   def countOf(piece: Array[Byte]): Long = 1L

@@ -153,6 +153,7 @@ object StreamingStartCheck {
   val Time = "time"
   val Aggregates = "aggregates"
   val Emit = "emit"
+  val ExpireIdleKeys = "expire idle keys"
 
   private val json = new ObjectMapper()
 

@@ -43,6 +43,11 @@ object StreamingWindowPlanner {
     val kind = StreamingKind.of(node.windows)
     val emission = options.emission
     kind.check(definition, node.windows, emission)
+    if (options.expireIdleKeys.isDefined && !kind.keepsIdleKeys(node.windows)) {
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
+        s"$definition forgets a key's state once its windows are final, so no idle key outlives its windows: " +
+          "drop expireIdleKeys (it is for windows cut at rows and windows that never close)")
+    }
     val grace = node.windows.graceTicks
     val time = node.time
     val inputTime = node.child.output.find(_.exprId == time.exprId).getOrElse(time)
@@ -88,7 +93,8 @@ object StreamingWindowPlanner {
       tieOrder = tieOrder(node, valueAttributes, rebind),
       processingTime = options.processingTime,
       views = node.views,
-      description = description(node, definition, options))
+      description = description(node, definition, options),
+      expireIdleAfter = options.expireIdleKeysTicks)
     val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
 
     // the processor gets, per row, the keys it groups by, the row's values packed whole and/or a piece
@@ -147,7 +153,8 @@ object StreamingWindowPlanner {
       Keys -> (if (node.keys.isEmpty) "none" else node.keys.map(k => s"${k.name} ${k.dataType.sql}").mkString(", ")),
       Time -> time,
       Aggregates -> aggregates.mkString(", "),
-      Emit -> options.emit)
+      Emit -> options.emit) ++
+      options.expireIdleKeys.map(e => ExpireIdleKeys -> e.spec)
   }
 
   /** Kinds cut at rows order rows sharing a time as batch does: tie-break column, then the aggregates' inputs in binary form. */

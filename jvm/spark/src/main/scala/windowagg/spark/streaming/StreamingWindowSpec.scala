@@ -12,6 +12,7 @@ import windowagg.spark.{SparkAggregates, TimeColumn, WindowView}
 
 /**
  * What a streaming windowed aggregation computes; shipped to the executors with the processor.
+ * `expireIdleAfter`: the idle time (ticks) after which a key is forgotten (expireIdleKeys), if any;
  * `combine` says how rows combined before the shuffle ([[CombineBeforeShuffle]]).
  */
 final case class StreamingWindowSpec(
@@ -30,6 +31,7 @@ final case class StreamingWindowSpec(
     processingTime: Boolean = false,
     views: Seq[WindowView.View] = Nil,
     description: Seq[(String, String)] = Nil,
+    expireIdleAfter: Option[Long] = None,
     combine: Combine = Combine.none("rows one by one"),
     queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
