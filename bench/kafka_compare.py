@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """windowagg against Kafka Streams: the same sliding and session windows on the same events, per core.
 
-The events are generated once, with the generators of the other streaming benchmarks:
+The events are generated once, with the generators of the other streaming benchmarks (bench/data.py):
 
-  sliding   bench/sliding_streaming.py's: --events events over --keys keys (uniform at random),
+  sliding   sliding_streaming.py's (sliding_stream_files): --events events over --keys keys (uniform at random),
             --density events per second per key, in event-time order up to --jitter-ms of disorder
             (below the grace, so no event is late); windows of --size s, grace --grace s
-  session   bench/sessions.py's: per key, bursts of events 1 ms..5 s apart with a break longer than the
-            gap (sessions.GAP_S = 30 s) after 1 in --mean-session events, in event-time order; inactivity
+  session   sessions.py's (session_files): per key, bursts of events 1 ms..5 s apart with a break longer than the
+            gap (data.SESSION_GAP_S = 30 s) after 1 in --mean-session events, in event-time order; inactivity
             gap 30 s, grace --grace s
 
 Each set is written as --files Parquet files (windowagg's micro-batches) plus one last file holding a
@@ -22,7 +22,7 @@ event moves event time past every window of the real keys, so both systems emit 
                                                  SessionWindows.withInactivityGap(gap).grace(G),
                                              emit="final")).agg(sum, count, max), append mode, noop sink.
                  Events/s = events / the sum of the micro-batches' triggerExecution (query progress;
-                 bench/sliding_streaming.py's run_query, which this script reuses).
+                 bench/harness.py's run_stream, as in bench/sliding_streaming.py).
   Kafka Streams  bench/kafka-streams (Maven, kafka-streams and kafka-streams-test-utils 4.3.1): a
                  TopologyTestDriver (one thread) with groupByKey().windowedBy(SlidingWindows.
                  ofTimeDifferenceAndGrace(S, G) | SessionWindows.ofInactivityGapAndGrace(gap, G))
@@ -56,10 +56,9 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import data  # noqa: E402  (the input generators)
 import harness  # noqa: E402  (session, metadata, /proc CPU, the streaming run, result files)
 import report  # noqa: E402
-import sessions as sessions_bench  # noqa: E402  (the session-window generator)
-import sliding_streaming as ss  # noqa: E402  (the sliding generator)
 from harness import log  # noqa: E402
 
 KAFKA_DIR = BENCH_DIR / "kafka-streams"
@@ -70,7 +69,7 @@ NOTES = BENCH_DIR / "kafka_compare_notes.md"
 
 KINDS = ["sliding", "session"]
 STORES = ["memory", "rocksdb"]
-GAP_S = sessions_bench.GAP_S
+GAP_S = data.SESSION_GAP_S
 FLUSH_KEY = -1
 FLUSH_AFTER_MS = 86_400_000  # the far-future event: one day after the last event (as in KafkaWindowBench)
 STORE_LABEL = {"memory": "in-memory store", "rocksdb": "RocksDB store"}
@@ -128,11 +127,11 @@ def flush_ms(max_ms: int) -> int:
 
 
 def generate(spark, a, kind: str, work: Path) -> list[Path]:
-    """The kind's events as a.files Parquet files, in arrival order (the other benchmarks' generators)."""
+    """The kind's events as a.files Parquet files, in arrival order (bench/data.py's generators)."""
     folder = work / f"{kind}-input"
     if kind == "sliding":
-        return ss.make_input(spark, folder, a.events, a.files, a.keys, a.density, a.seed, a.jitter_ms)
-    return sessions_bench.make_files(spark, folder, a.events, a.files, a.keys, a.mean_session, a.seed)
+        return data.sliding_stream_files(spark, folder, a.events, a.files, a.keys, a.density, a.seed, a.jitter_ms)
+    return data.session_files(spark, folder, a.events, a.files, a.keys, a.mean_session, a.seed)
 
 
 def read_events(files: list[Path]):

@@ -3,7 +3,7 @@
 
 One process, one SparkSession (windowagg.session: extension + RocksDB state store), local[2].
 
-Input generator (same for batch and streaming): key k's events form bursts. Each event's distance
+Input generator (bench/data.py's session_events, same for batch and streaming): key k's events form bursts. Each event's distance
 to the previous event of its key is, with probability 1/--mean-session (default 1/50), a "break"
 uniform in [gap + 1 s, 10 * gap] (gap = 30 s), else uniform in [1 ms, 5 s], in whole
 milliseconds; timestamps are the running sum per key. So sessions have a geometric number of
@@ -41,11 +41,14 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import data  # noqa: E402  (the input generator)
 import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log, loadavg  # noqa: E402
 
-GAP_S = 30
+GAP_S = data.SESSION_GAP_S
+# aligned_batch.py still calls sessions.events (it is being rewritten); new code calls data.session_events
+events = data.session_events
 COMPETITORS = ["windowagg", "spark"]
 COLORS = {"windowagg": "tab:blue", "spark": "tab:orange"}
 LABELS = {"windowagg": "windowagg SessionWindows", "spark": "Spark session_window"}
@@ -81,25 +84,6 @@ def parse_args(argv=None):
 
 # ------------------------------------------------------------------------------ the workload
 
-def events(spark, rows: int, keys: int, mean_session: float, seed: int):
-    """k, i (index within key), ts, v -- see the module docstring."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    base_ms = 1_700_000_000_000
-    p_break = 1.0 / mean_session
-    small = F.lit(1) + F.floor(F.rand(seed + 1) * 4999)                       # 1 ms .. 5 s
-    big = F.lit((GAP_S + 1) * 1000) + F.floor(F.rand(seed + 2) * (9 * GAP_S - 1) * 1000)  # gap+1 s .. 10 gap
-    d = (spark.range(rows, numPartitions=8)
-         .select((F.col("id") % keys).cast("int").alias("k"), (F.col("id") / keys).cast("long").alias("i"))
-         .withColumn("delta", F.when(F.col("i") == 0, F.lit(0))
-                     .when(F.rand(seed) < p_break, big).otherwise(small).cast("long"))
-         .withColumn("ts_ms", F.lit(base_ms) + F.sum("delta").over(
-             Window.partitionBy("k").orderBy("i").rowsBetween(Window.unboundedPreceding, 0)))
-         .select("k", "i", F.timestamp_millis("ts_ms").alias("ts"),
-                 F.round(F.rand(seed + 3) * 1000.0, 3).alias("v")))
-    return d
-
-
 AGG_NAMES = ["sum_v", "count_v", "max_v"]
 
 
@@ -121,7 +105,7 @@ def run_batch(spark, a, res, save):
     from pyspark.sql import functions as F
     log(f"batch: building input {a.rows:,} rows, {a.keys} keys ...")
     t0 = time.perf_counter()
-    df = (events(spark, a.rows, a.keys, a.mean_session, a.seed).drop("i")
+    df = (data.session_events(spark, a.rows, a.keys, a.mean_session, a.seed).drop("i")
           .orderBy(F.rand(a.seed + 9)).repartition(a.shuffle_partitions).cache())
     n = df.count()
     log(f"batch: input cached, {n:,} rows ({time.perf_counter() - t0:.1f}s)")
@@ -178,19 +162,6 @@ def run_batch(spark, a, res, save):
 
 # ------------------------------------------------------------------------------ streaming
 
-def make_files(spark, folder: Path, rows: int, files: int, keys: int, mean_session: float, seed: int) -> list[Path]:
-    """The generator's first `rows` events in event-time order, as `files` files (harness.write_batches)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    per_file = -(-rows // files)
-    d = events(spark, rows, keys, mean_session, seed)
-    return harness.write_batches(
-        d.withColumn("n", F.row_number().over(Window.orderBy("ts", "k")) - 1)
-        .withColumn("batch", (F.col("n") / per_file).cast("int"))
-        .repartition(4, "batch").sortWithinPartitions("batch", "n")
-        .select("batch", "k", "ts", "v"), folder, files)
-
-
 def run_stream(name, spark, a, source: Path, checkpoint: Path, expected: int, meter: harness.CpuMeter) -> dict:
     """harness.run_stream of competitor `name` over the files in `source`, with the load average around it."""
     la0 = loadavg()
@@ -206,7 +177,7 @@ def run_streaming(spark, a, res, save):
     work.mkdir(parents=True)
     log(f"streaming: writing {a.stream_rows:,} events as {a.files} files ...")
     t0 = time.perf_counter()
-    files = make_files(spark, work / "all", a.stream_rows, a.files, a.keys, a.mean_session, a.seed)
+    files = data.session_files(spark, work / "all", a.stream_rows, a.files, a.keys, a.mean_session, a.seed)
     warm = work / "warm"
     harness.link_subset(files, warm, a.warmup_files)
     log(f"streaming: files written ({time.perf_counter() - t0:.1f}s)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Batch benchmark: windowagg KIP-450 sliding windows against Spark's own ways of doing it.
 
-One process, one SparkSession, one cached input. For each point (a target number of rows per
+One process, one SparkSession, one cached input (bench/data.py's sliding_batch_input). For each point (a target number of rows per
 window) the window size S is chosen, and every competitor computes sum, count and max of `v`
 per key `k` over windows of size S on `ts`:
 
@@ -37,6 +37,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import data  # noqa: E402  (the input generator)
 import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
@@ -112,10 +113,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 # ------------------------------------------------------------------------------- the workload
 
-
-
-# ------------------------------------------------------------------------------- the workload
-
 def window_size_seconds(target: float, density: float, span: float) -> int:
     """Whole seconds S such that the mean left-window ("current row and S before") count is
     about `target` for events of `density` per second over a key's time span `span` seconds.
@@ -129,26 +126,9 @@ def window_size_seconds(target: float, density: float, span: float) -> int:
     return max(1, round(s))
 
 
-def make_input(spark, rows: int, keys: int, density: float, seed: int, partitions: int):
-    """rows rows over `keys` keys; key k's i-th event is at (i + u) / density seconds, u uniform in
-    [0, 1) and truncated to the millisecond, so times are distinct per key and whole milliseconds
-    (this lets the harness tell windowagg's left windows, ending on a record's time, from its right
-    windows, ending at t + 1 µs + S). Rows are shuffled randomly so no competitor gets sorted input."""
-    from pyspark.sql import functions as F
-
-    step_ms = 1000.0 / density
-    base_ms = 1_700_000_000_000  # 2023-11-14, any fixed instant will do
-    df = (spark.range(rows)
-          .select((F.col("id") % keys).cast("int").alias("k"),
-                  (F.col("id") / keys).cast("long").alias("i"))
-          .withColumn("u", F.rand(seed))
-          .withColumn("ts_ms", F.lit(base_ms) + F.floor((F.col("i") + F.col("u")) * step_ms).cast("long"))
-          .select("k",
-                  F.timestamp_millis("ts_ms").alias("ts"),
-                  F.round(F.rand(seed + 1) * 1000.0, 3).alias("v"))
-          .orderBy(F.rand(seed + 2))
-          .repartition(partitions))
-    return df
+# aligned_batch.py still calls sliding_batch.make_input (it is being rewritten); new code calls
+# data.sliding_batch_input
+make_input = data.sliding_batch_input
 
 
 # ------------------------------------------------------------------------------ windowagg API
@@ -287,7 +267,7 @@ def main(argv=None) -> int:
     })
 
     log("building input ...")
-    df = make_input(spark, a.rows, a.keys, a.density, a.seed, a.shuffle_partitions).cache()
+    df = data.sliding_batch_input(spark, a.rows, a.keys, a.density, a.seed, a.shuffle_partitions).cache()
     t0 = time.perf_counter()
     n = df.count()
     from pyspark.sql import functions as F

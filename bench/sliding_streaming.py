@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Streaming benchmark: windowagg sliding windows against Spark's own windowed streaming aggregations.
 
-One process, one SparkSession (RocksDB state store for every query). The input is generated once:
+One process, one SparkSession (RocksDB state store for every query). The input is generated once
+(bench/data.py's sliding_stream_files):
 `--rows` events over `--keys` keys, in event-time order with up to `--jitter-ms` of disorder,
 written as `--batches` Parquet files of equal size (arrival order). Each competitor reads the same
 files as a stream with maxFilesPerTrigger=1 (one file per micro-batch, default trigger, so the same
@@ -48,6 +49,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import data  # noqa: E402  (the input generator)
 import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
@@ -122,28 +124,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return a
 
 
-# ------------------------------------------------------------------------------ the workload
-
-def make_input(spark, folder: Path, rows: int, batches: int, keys: int, density: float, seed: int,
-               jitter_ms: int) -> list[Path]:
-    """`rows` events, the i-th at base + i / (keys * density) s plus up to jitter_ms, key uniform at
-    random, written as `batches` files of consecutive events (harness.write_batches)."""
-    from pyspark.sql import functions as F
-
-    per_batch = -(-rows // batches)
-    step_ms = 1000.0 / (keys * density)
-    base_ms = 1_700_000_000_000
-    events = (spark.range(rows, numPartitions=4)
-              .select(F.col("id"),
-                      (F.col("id") / per_batch).cast("int").alias("batch"),
-                      F.floor(F.rand(seed) * keys).cast("int").alias("k"),
-                      (F.lit(base_ms) + F.floor(F.col("id") * step_ms + F.rand(seed + 1) * jitter_ms)).alias("ts_ms"),
-                      F.round(F.rand(seed + 2) * 1000.0, 3).alias("v"))
-              .repartition(4, "batch")
-              .sortWithinPartitions("batch", "id")
-              .select("batch", "k", F.timestamp_millis("ts_ms").alias("ts"), "v"))
-    return harness.write_batches(events, folder, batches)
-
+# ------------------------------------------------------------------------------ the queries
 
 def query(name: str, spark, a, source: Path):
     from pyspark.sql import functions as F
@@ -584,7 +565,7 @@ def main(argv=None) -> int:
     })
     try:
         t0 = time.perf_counter()
-        files = make_input(spark, work / "input", a.rows, a.batches, a.keys, a.density, a.seed, a.jitter_ms)
+        files = data.sliding_stream_files(spark, work / "input", a.rows, a.batches, a.keys, a.density, a.seed, a.jitter_ms)
         log(f"input: {len(files)} files, {sum(f.stat().st_size for f in files) / 2**20:.1f} MiB "
             f"({time.perf_counter() - t0:.1f}s)")
         warm_n = min(a.warmup_batches, len(files))

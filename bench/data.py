@@ -1,0 +1,101 @@
+"""The input generators that more than one benchmark uses, so that no benchmark imports another.
+
+  sliding_batch_input   sliding_batch.py's rows (also aligned_batch.py's sliding regression)
+  sliding_stream_files  sliding_streaming.py's events as micro-batch files (also kafka_compare.py's sliding input)
+  session_events        sessions.py's events (also aligned_batch.py's sessions regression)
+  session_files         the same events as micro-batch files (sessions.py streaming, kafka_compare.py's session input)
+
+The same arguments and seed give the same rows. A benchmark used by only one script keeps its generator
+(aligned_batch.py's aligned_input, count_batch.py's make_input).
+
+Nothing here runs at import time; nothing here imports pyspark at import time.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+BASE_MS = 1_700_000_000_000  # 2023-11-14, any fixed instant will do
+SESSION_GAP_S = 30  # the gap the session events are made for: breaks are longer, steps within a burst shorter
+
+
+def sliding_batch_input(spark, rows: int, keys: int, density: float, seed: int, partitions: int):
+    """(k, ts, v): rows rows over `keys` keys; key k's i-th event is at (i + u) / density seconds, u uniform
+    in [0, 1) and truncated to the millisecond, so times are distinct per key and whole milliseconds
+    (this lets the harness tell windowagg's left windows, ending on a record's time, from its right
+    windows, ending at t + 1 µs + S). Rows are shuffled randomly so no competitor gets sorted input."""
+    from pyspark.sql import functions as F
+
+    step_ms = 1000.0 / density
+    df = (spark.range(rows)
+          .select((F.col("id") % keys).cast("int").alias("k"),
+                  (F.col("id") / keys).cast("long").alias("i"))
+          .withColumn("u", F.rand(seed))
+          .withColumn("ts_ms", F.lit(BASE_MS) + F.floor((F.col("i") + F.col("u")) * step_ms).cast("long"))
+          .select("k",
+                  F.timestamp_millis("ts_ms").alias("ts"),
+                  F.round(F.rand(seed + 1) * 1000.0, 3).alias("v"))
+          .orderBy(F.rand(seed + 2))
+          .repartition(partitions))
+    return df
+
+
+def sliding_stream_files(spark, folder: Path, rows: int, batches: int, keys: int, density: float, seed: int,
+                         jitter_ms: int) -> list[Path]:
+    """(k, ts, v) files: `rows` events, the i-th at base + i / (keys * density) s plus up to jitter_ms, key
+    uniform at random, written as `batches` files of consecutive events (harness.write_batches)."""
+    from pyspark.sql import functions as F
+
+    per_batch = -(-rows // batches)
+    step_ms = 1000.0 / (keys * density)
+    events = (spark.range(rows, numPartitions=4)
+              .select(F.col("id"),
+                      (F.col("id") / per_batch).cast("int").alias("batch"),
+                      F.floor(F.rand(seed) * keys).cast("int").alias("k"),
+                      (F.lit(BASE_MS) + F.floor(F.col("id") * step_ms + F.rand(seed + 1) * jitter_ms)).alias("ts_ms"),
+                      F.round(F.rand(seed + 2) * 1000.0, 3).alias("v"))
+              .repartition(4, "batch")
+              .sortWithinPartitions("batch", "id")
+              .select("batch", "k", F.timestamp_millis("ts_ms").alias("ts"), "v"))
+    return harness.write_batches(events, folder, batches)
+
+
+def session_events(spark, rows: int, keys: int, mean_session: float, seed: int):
+    """(k, i, ts, v), i the event's index within its key: key k's events form bursts. Each event's distance
+    to the previous event of its key is, with probability 1/mean_session, a break uniform in
+    [gap + 1 s, 10 * gap] (gap = SESSION_GAP_S), else uniform in [1 ms, 5 s], in whole milliseconds;
+    timestamps are the running sum per key. So sessions of that gap have a geometric number of rows, of
+    mean mean_session."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    p_break = 1.0 / mean_session
+    small = F.lit(1) + F.floor(F.rand(seed + 1) * 4999)                       # 1 ms .. 5 s
+    big = (F.lit((SESSION_GAP_S + 1) * 1000)
+           + F.floor(F.rand(seed + 2) * (9 * SESSION_GAP_S - 1) * 1000))      # gap+1 s .. 10 gap
+    d = (spark.range(rows, numPartitions=8)
+         .select((F.col("id") % keys).cast("int").alias("k"), (F.col("id") / keys).cast("long").alias("i"))
+         .withColumn("delta", F.when(F.col("i") == 0, F.lit(0))
+                     .when(F.rand(seed) < p_break, big).otherwise(small).cast("long"))
+         .withColumn("ts_ms", F.lit(BASE_MS) + F.sum("delta").over(
+             Window.partitionBy("k").orderBy("i").rowsBetween(Window.unboundedPreceding, 0)))
+         .select("k", "i", F.timestamp_millis("ts_ms").alias("ts"),
+                 F.round(F.rand(seed + 3) * 1000.0, 3).alias("v")))
+    return d
+
+
+def session_files(spark, folder: Path, rows: int, files: int, keys: int, mean_session: float,
+                  seed: int) -> list[Path]:
+    """(k, ts, v) files: session_events' first `rows` events in event-time order, as `files` files
+    (harness.write_batches)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    per_file = -(-rows // files)
+    d = session_events(spark, rows, keys, mean_session, seed)
+    return harness.write_batches(
+        d.withColumn("n", F.row_number().over(Window.orderBy("ts", "k")) - 1)
+        .withColumn("batch", (F.col("n") / per_file).cast("int"))
+        .repartition(4, "batch").sortWithinPartitions("batch", "n")
+        .select("batch", "k", "ts", "v"), folder, files)
