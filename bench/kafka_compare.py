@@ -623,12 +623,12 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     L.append("")
 
     L.append("## Method\n")
-    L.append(f"- **Sliding input** (`bench/sliding_streaming.py`'s generator): {wl['events']:,} events "
+    L.append(f"- **Sliding input** (`bench/data.py`'s `sliding_stream_files`, the streaming benchmark's generator): {wl['events']:,} events "
              f"`(k, ts, v)` over {wl['keys']:,} keys chosen uniformly at random, {wl['density']:g} events per "
              f"second per key in event-time order with up to {wl['jitter_ms']} ms of disorder (below the "
              f"{wl['grace_s']:g} s grace: no event is late). Windows: S = {wl['size_s']} s, grace "
              f"{wl['grace_s']:g} s.")
-    L.append(f"- **Session input** (`bench/sessions.py`'s generator): {wl['events']:,} events over "
+    L.append(f"- **Session input** (`bench/data.py`'s `session_files`, the session benchmark's generator): {wl['events']:,} events over "
              f"{wl['keys']:,} keys; per key, events 1 ms to 5 s apart, and after 1 in {wl['mean_session']:g} "
              f"a break of more than the gap; in event-time order. Sessions: gap {wl['gap_s']} s, grace "
              f"{wl['grace_s']:g} s.")
@@ -642,8 +642,8 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
              "micro-batch, default trigger), no `withWatermark` (the grace on the definition sets the "
              "watermark: the largest time seen minus the grace),")
     L.append("")
-    L.append("  <!-- not run: a sketch of the benchmark's queries, which bench/sliding_streaming.py and "
-             "bench/sessions.py build -->")
+    L.append("  <!-- not run: a sketch of the benchmark's queries, which windowagg_query in "
+             "bench/kafka_compare.py builds -->")
     L.append("  ```python")
     L.append(f"  events.groupBy(\"k\", windowagg.window(\"ts\", SlidingWindows.of(\"{wl['size_s']} seconds\")"
              f".grace(\"{int(wl['grace_s'] * 1000)} milliseconds\"), emit=\"final\"))")
@@ -656,7 +656,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
              "one state store, as Kafka's driver has one thread and one partition. An untimed warm-up reads the "
              f"first {res['args']['warmup_files']} files; each timed run starts from a fresh checkpoint and ends "
              "after the trailing no-data micro-batch that emits the last windows "
-             "(`bench/sliding_streaming.py`'s `run_query`).")
+             "(`bench/harness.py`'s `run_stream`).")
     L.append("- **Kafka Streams** (`bench/kafka-streams`, class `windowagg.bench.KafkaWindowBench`): a "
              "`TopologyTestDriver` over")
     L.append("")

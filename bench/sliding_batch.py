@@ -444,7 +444,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     comps = [c for c in COMPETITORS if any(x["competitor"] == c for x in res["cells"])]
     L = ["# Benchmarks", "", report.provenance("sliding_batch.py", [json_path], NOTES), "",
          "## Batch sliding windows: windowagg vs. Spark's built-in options", "", *report.banners(res),
-         report.run_line(res, json_path, doc, after=" and the `.csv` beside it"), "",
+         report.run_line(res, json_path, doc), "",
          "### Machine", "",
          "- " + report.machine_line(m),
          f"- Spark: `master={cfg['master']}`, `spark.driver.memory={cfg['spark.driver.memory']}` "
