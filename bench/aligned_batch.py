@@ -66,6 +66,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import data  # noqa: E402
 import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log, ratio  # noqa: E402
@@ -421,10 +422,10 @@ def main(argv=None) -> int:
         density = 10.0
         span = a.sliding_rows / a.sliding_keys / density
         s = sb.window_size_seconds(a.sliding_target, density, span)
-        sl, info = harness.cache_input(sb.make_input(spark, a.sliding_rows, a.sliding_keys, density, 42, a.shuffle_partitions),
+        sl, info = harness.cache_input(data.sliding_batch_input(spark, a.sliding_rows, a.sliding_keys, density, 42, a.shuffle_partitions),
                                "sliding")
         res["sliding_input"] = {**info, "window_seconds": s, "target_rows_per_window": a.sliding_target,
-                                "generator": "bench/sliding_batch.py make_input(density=10, seed=42)"}
+                                "generator": "bench/data.py sliding_batch_input(density=10, seed=42)"}
         sec = section("sliding", f"Sliding (KIP-450) regression, S = {s} s (~{a.sliding_target} rows/window, "
                                  f"{a.sliding_rows:,} rows, {a.sliding_keys} keys)", input="sliding",
                       published={"windowagg_wall_s": [3.6, 4.0], "sort_floor_wall_s": [2.2, 2.5],
@@ -441,7 +442,7 @@ def main(argv=None) -> int:
         import sessions as se
         from pyspark.sql import functions as F
         se_seed = 7
-        src = (se.events(spark, a.session_rows, a.session_keys, 50.0, se_seed).drop("i")
+        src = (data.session_events(spark, a.session_rows, a.session_keys, 50.0, se_seed).drop("i")
                .orderBy(F.rand(se_seed + 9)).repartition(a.shuffle_partitions))
         ses, info = harness.cache_input(src, "sessions")
         res["sessions_input"] = {**info, "generator": "bench/sessions.py events(mean_session=50, seed=7), gap 30 s"}

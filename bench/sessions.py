@@ -47,8 +47,6 @@ import report  # noqa: E402
 from harness import log, loadavg  # noqa: E402
 
 GAP_S = data.SESSION_GAP_S
-# aligned_batch.py still calls sessions.events (it is being rewritten); new code calls data.session_events
-events = data.session_events
 COMPETITORS = ["windowagg", "spark"]
 COLORS = {"windowagg": "tab:blue", "spark": "tab:orange"}
 LABELS = {"windowagg": "windowagg SessionWindows", "spark": "Spark session_window"}

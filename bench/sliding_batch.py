@@ -126,11 +126,6 @@ def window_size_seconds(target: float, density: float, span: float) -> int:
     return max(1, round(s))
 
 
-# aligned_batch.py still calls sliding_batch.make_input (it is being rewritten); new code calls
-# data.sliding_batch_input
-make_input = data.sliding_batch_input
-
-
 # ------------------------------------------------------------------------------ windowagg API
 
 class WindowAgg:
