@@ -134,9 +134,12 @@ object TimeSpan {
       total = total.add(new java.math.BigDecimal(m.group(1)).multiply(java.math.BigDecimal.valueOf(nanos)))
     }
     val nanos =
-      try total.setScale(0, java.math.RoundingMode.UNNECESSARY).longValueExact()
-      catch { case _: ArithmeticException => throw WindowError(s"'$text' is not a whole number of nanoseconds or is too large") }
-    OfDuration(Duration.ofNanos(nanos))
+      try total.setScale(0, java.math.RoundingMode.UNNECESSARY).toBigInteger
+      catch { case _: ArithmeticException => throw WindowError(s"'$text' is not a whole number of nanoseconds") }
+    // beyond 64-bit nanoseconds (292 years) as a Duration does: whole seconds, then nanoseconds
+    val billion = java.math.BigInteger.valueOf(1000000000L)
+    try OfDuration(Duration.ofSeconds(nanos.divide(billion).longValueExact(), nanos.remainder(billion).longValue()))
+    catch { case _: ArithmeticException => throw WindowError(s"'$text' is too large a length of time") }
   }
 
   /** As `parse`, for callers that need the duration itself. */

@@ -84,9 +84,13 @@ class TimeSpanSpec extends AnyFunSuite with Matchers with DeterministicPropertyC
     rejected(null) should include("null")
   }
 
-  test("rejects fractions of a nanosecond and lengths beyond the 64-bit range of nanoseconds") {
+  test("rejects fractions of a nanosecond and lengths beyond a Duration; takes those beyond 64-bit nanoseconds") {
     rejected("0.5 ns") should include("0.5 ns")
-    rejected("1000000 days") should include("1000000 days")
+    rejected("99999999999999999999999 days") should include("too large")
+    parsed("1000000 days") shouldBe Duration.ofDays(1000000)
+    // a timedelta's longest exact length from Python, in microseconds: Long.MaxValue µs rounded down to days
+    parsed("9223372022400000000 microseconds") shouldBe Duration.ofDays(106751991)
+    parsed("-9223372022400000000 microseconds") shouldBe Duration.ofDays(-106751991)
   }
 
   test("toTicks converts to the time column's unit") {
