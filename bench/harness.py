@@ -543,7 +543,7 @@ class Runner:
             for job in scala_seq(store.jobsList(None)):
                 if job.jobGroup().isDefined() and job.jobGroup().get() == group:
                     stages.update(int(s) for s in scala_seq(job.stageIds()))
-            return sum(int(st.shuffleWriteBytes()) for st in scala_seq(store.stageList(None)) if int(st.stageId()) in stages)
+            return sum(int(store.lastStageAttempt(s).shuffleWriteBytes()) for s in stages)
         except Exception as e:  # a Spark whose status store reads differently: the figure is missing, not wrong
             log(f"shuffle bytes unavailable: {e}")
             return None
