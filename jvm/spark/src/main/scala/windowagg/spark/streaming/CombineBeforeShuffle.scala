@@ -34,7 +34,7 @@ object Combine {
     override def name: String = "partials aggregated before the shuffle"
   }
 
-  /** A key's rows after the watermark join in session runs ([[Sessions.KeyRuns]]). */
+  /** A key's rows after the watermark join in session runs (`Sessions.KeyRuns`). */
   final case class SessionRuns(override val why: String) extends Combine(why) {
     override def name: String = "session runs merged before the shuffle"
   }
@@ -152,7 +152,7 @@ case class StreamingIntakeExec(spec: StreamingWindowSpec, partialTime: Attribute
 
 /**
  * The sessions' combine before the shuffle: per partition, a key's rows after the micro-batch's
- * watermark join in runs ([[Sessions.KeyRuns]]), shipped as one piece per run; every other row
+ * watermark join in runs (`Sessions.KeyRuns`), shipped as one piece per run; every other row
  * passes through whole as it comes. Memory is bounded: after [[SessionRunsExec.MaxHeld]] runs a
  * partition sends on what it holds and starts again.
  */

@@ -16,7 +16,7 @@ import windowagg.spark.{NotWindowed, RowIntake, SparkAggregates, WindowView}
 /**
  * The one streaming processor of windowed aggregations (transformWithState, event or processing
  * time), for every kind: it reads each input row once ([[RowIntake]] routes the rows the definition
- * does not window), hands the kind's [[KeyLogic]] the rest, and emits what the kind reports through
+ * does not window), hands the kind's `KeyLogic` the rest, and emits what the kind reports through
  * the query's [[Emission]] policy, as rows of [[StreamingWindowSpec.outputSchema]] in binary form.
  */
 final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
@@ -68,7 +68,7 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     val watermark = watermarkTicks(timerValues)
     emitter.start(keyRow)
     // a key idle for long enough is forgotten before its new rows start it afresh
-    expireIfIdle(keyRow, watermark)
+    expireIfIdle(keyRow, watermark, firing = None)
     var latest = latestSeen
     val before = latest
     val keyFields = spec.keySchema.length
@@ -107,7 +107,7 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     val keyRow = tools.keyToInternal(key).copy()
     val watermark = watermarkTicks(timerValues)
     emitter.start(keyRow)
-    if (!expireIfIdle(keyRow, watermark)) logic.onTimer(keyRow, watermark, emitter)
+    if (!expireIfIdle(keyRow, watermark, Some(expiredTimerInfo.getExpiryTimeInMs()))) logic.onTimer(keyRow, watermark, emitter)
     emitter.finish()
   }
 
@@ -115,14 +115,14 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
    * With expireIdleKeys: forgets the key if the watermark is that long past its latest row (the kind
    * settles it and routes the rows no window took) and says so; otherwise keeps the latest row's
    * time in `latestSeen`, and the key's timer no later than when the key would become idle
-   * ([[Timers.deadline]]).
+   * ([[Timers.deadline]]). The timer `firing`, if any, is Spark's to delete once its call returns.
    */
-  private def expireIfIdle(keyRow: InternalRow, watermark: Long): Boolean = {
+  private def expireIfIdle(keyRow: InternalRow, watermark: Long, firing: Option[Long]): Boolean = {
     latestSeen = if (latestRow != null && latestRow.exists()) Some(latestRow.get()) else None
     if (latestSeen.exists(t => watermark >= idleFrom(t))) {
       logic.expire(keyRow, watermark, emitter)
       latestRow.clear()
-      getHandle.listTimers().toList.foreach(getHandle.deleteTimer)
+      getHandle.listTimers().toList.filterNot(firing.contains).foreach(getHandle.deleteTimer)
       latestSeen = None
       timers.deadline = None
       true

@@ -16,7 +16,7 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, PackedRow, Unpacked
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
  * third-party stateful logic: `transformWithState` in event-time (or processing-time) mode with the
- * [[KeyedWindowProcessor]] driving the kind's [[StreamingKind]], on the RocksDB state store. The
+ * [[KeyedWindowProcessor]] driving the kind's `StreamingKind`, on the RocksDB state store. The
  * result has the batch node's output (same expression ids), plus `late_reason` and `late_row` when
  * late rows are emitted, `retraction` for sessions in update mode and `is_final` with early firing.
  */
