@@ -20,6 +20,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +127,39 @@ def rerender_one(json_paths: list[Path], render, doc: Path, img: Path, summarize
         summarize(res)
         write_json(res, path, indent)
     render(res, path, doc, img)
+
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def fill(template: str, values: dict, where: str = "template") -> str:
+    """`template` with every `{{name}}` replaced by `str(values[name])`. A placeholder alone on its
+    line whose value is empty takes its line with it (an optional block). A name the template uses
+    that `values` lacks, or a value the template never uses, is an error naming it, so that the
+    prose and the code that fills it cannot drift apart."""
+    used = set(_PLACEHOLDER.findall(template))
+    missing, unused = sorted(used - values.keys()), sorted(values.keys() - used)
+    if missing or unused:
+        raise SystemExit(f"{where}: placeholders without values: {missing or 'none'}; values without "
+                         f"placeholders: {unused or 'none'}")
+    out = []
+    for line in template.split("\n"):
+        alone = _PLACEHOLDER.fullmatch(line)
+        if alone and str(values[alone.group(1)]) == "":
+            continue
+        out.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), line))
+    return "\n".join(out)
+
+
+def render_page(doc: Path, img: Path, template: Path, values: dict) -> None:
+    """Writes the page `doc` from its notes file, `template` (bench/<benchmark>_notes.md: all of the
+    page's prose, written by hand, with `{{name}}` where the results go), filled with `values` (the
+    numbers, tables and lines the benchmark computed from its results; see `fill`)."""
+    text = fill(template.read_text(), values, repo_rel(template))
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text.rstrip("\n") + "\n")
+    from harness import log
+    log(f"wrote {doc} and {img}")
 
 
 def finish_page(doc: Path, img: Path, lines: list[str], notes_path: Path | None, heading: str,
