@@ -54,6 +54,10 @@ Run from the repository root:   bench/run-aligned --quick     (~200k rows, a few
 Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-preagg.json
                                 (several files: later files' sections replace/add to the first's,
                                 each section shown with its own run time and git commit)
+
+The page (docs/benchmarks-aligned.md) is bench/aligned_batch_notes.md filled in: that file holds all
+of the page's prose, written by hand, with {{name}} placeholders; render() computes their values
+from the results (numbers, tables, the lines of the inputs a run has) and report.render_page fills it.
 """
 from __future__ import annotations
 
@@ -72,7 +76,7 @@ from harness import log, ratio  # noqa: E402
 
 DOC = report.DOCS / "benchmarks-aligned.md"
 IMG = report.DOCS / "img" / "aligned_batch.png"
-NOTES = BENCH_DIR / "aligned_batch_notes.md"
+NOTES = BENCH_DIR / "aligned_batch_notes.md"  # the page's prose, a template render() fills
 SECTIONS = ["hopping", "hopping_dense", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s, so no window boundary coincides with the first event
 BASE_MS = 1_699_920_000_000 + 1_234_567
