@@ -43,6 +43,10 @@ lengths (its cost only grows with the length): it is reported as "> timeout" the
 JVM) and the CPU other processes took (/proc); runs where others took more than --contended cores
 are marked contended (†).
 
+The page, docs/benchmarks-count.md: all of its prose (headings, method, explanations, observations, how
+to reproduce) is bench/count_batch_notes.md, a template with {{placeholders}}; render() fills them with
+the numbers and tables of a results file (report.render_page) and draws the plot.
+
 Run from the repository root:   bench/run-count --quick     (200k rows, 50 keys, a few minutes)
                                 bench/run-count             (full: 4M rows, 1000 keys; renders the docs)
 Re-render the report:           .venv/bin/python bench/count_batch.py --report bench/results/count_batch-full.json
@@ -516,10 +520,10 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "step_ms": i["step_ms"],
         "dup_fraction": f"{i['dup_fraction']:.0%}",
         "rows_sharing_an_earlier_time": f"{i['rows_sharing_an_earlier_time']:,}",
-        "share_sharing_an_earlier_time": f"{i['rows_sharing_an_earlier_time'] / i['rows']:.1%}",
+        "rows_sharing_an_earlier_time_pct": f"{i['rows_sharing_an_earlier_time'] / i['rows']:.1%}",
         "distinct_seq": f"{i['distinct_seq']:,}",
-        "seq": i["seq"],
-        "v": i["v"],
+        "seq_definition": i["seq"],
+        "v_definition": i["v"],
         "ts_min": i["ts_min"],
         "ts_max": i["ts_max"],
         "partitions": i["partitions"],
