@@ -29,6 +29,9 @@ JVM; local mode runs the tasks there) and the hottest frames of the executor thr
 Results: bench/results/sliding_streaming-<tag>.json, .csv (one row per run) and -batches.csv (one
 row per micro-batch); a full run (or --docs) renders docs/benchmarks-streaming.md and
 docs/img/sliding_streaming.png. Re-render from a results file: --report bench/results/....json
+The page's prose is in bench/sliding_streaming_notes.md, a template with {{placeholders}} that this
+script fills with the numbers and tables of the results (report.render_page); only the blocks that
+appear with their results (the cost ratios, the profile) carry their sentences here.
 The session, the runs' measurement and the result files are bench/harness.py's; the page's pieces
 and plot helpers bench/report.py's.
 
@@ -56,7 +59,7 @@ from harness import log  # noqa: E402
 
 DOC = report.DOCS / "benchmarks-streaming.md"
 IMG = report.DOCS / "img" / "sliding_streaming.png"
-NOTES = BENCH_DIR / "sliding_streaming_notes.md"
+NOTES = BENCH_DIR / "sliding_streaming_notes.md"  # the page: its prose, {{placeholders}} for the results
 
 COMPETITORS = ["windowagg", "tumbling", "hopping"]
 # windowagg's other kinds, each against its nearest Spark built-in (the same windows, or as many per event)
@@ -383,6 +386,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                      f"{report.fmt_num(st['q2_mean'])} → {report.fmt_num(st['q4_mean'])}{growth}",
                      report.fmt_num(st["max"]), f"{x['state_memory_bytes_max'] / 2**20:.1f} MiB",
                      f"{x['contended_runs']}/{x['runs']}"])
+    # a value "" alone on its template line drops the line: the banners, the jar, the ratios, the profile
     report.render_page(doc, img, NOTES, {
         "provenance": report.provenance("sliding_streaming.py", [json_path], NOTES),
         "banners": "\n".join(report.banners(res)),
@@ -390,7 +394,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         "machine": report.machine_line(res["machine"]),
         "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"],
         "driver_memory": cfg["driver_memory"], "rocksdb_changelog": changelog,
-        "jar": "- " + report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
+        "jar": ("- " + report.jar_line(cfg["windowagg_jar"])) if cfg.get("windowagg_jar") else "",
         "rows": f"{w['rows']:,}", "keys": f"{w['keys']:,}", "density": f"{w['density']:g}",
         "jitter_ms": w["jitter_ms"], "batches": w["batches"], "rows_per_batch": f"{w['rows_per_batch']:,}",
         "event_seconds_per_batch": f"{w['event_seconds_per_batch']:g}", "grace_s": f"{w['grace_s']:g}",
