@@ -36,7 +36,10 @@ events themselves (computed here from the CSV, by each system's definition: KIP-
 milliseconds and in windowagg's microseconds differ in one corner, explained in the page).
 
 Results: bench/results/kafka_compare-<tag>.json; a full run (or --docs) renders docs/benchmarks-kafka.md
-and docs/img/kafka_compare.png. Re-render from a results file: --report bench/results/....json
+and docs/img/kafka_compare.png. The page's prose is bench/kafka_compare_notes.md: a template with
+{{placeholders}} that render_doc fills with the numbers and tables of the results (report.render_page);
+only the few paragraphs that some results leave out are built in render_doc. Re-render from a results
+file: --report bench/results/....json
 
 Run from the repository root:  bench/run-kafka-compare --quick   (smoke run: 50k events, 10 keys)
                                bench/run-kafka-compare           (full run: 300k events, 1000 keys)
