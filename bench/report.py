@@ -4,12 +4,13 @@
     .venv/bin/python bench/report.py bench/results/<benchmark>-<tag>.json [more.json ...] [--doc PATH] [--img PATH]
 
 re-renders the page of the benchmark that wrote the file (its "benchmark" field names the script,
-whose rerender() holds the page's content; each script's --report does the same). The pieces every
-page shares live here:
+whose rerender() computes the page's values; each script's --report does the same). A page's prose
+is its notes file, bench/<benchmark>_notes.md, written by hand with {{name}} where results go;
+render_page fills it. The pieces every page shares live here:
 
-  page        provenance (the generated-by comment), run_line, banners (quick / unfinished run),
-              machine_line, jar_line, cpu_method, table, link, finish_page (the hand-written
-              observations, how to reproduce the page, the file)
+  page        render_page and fill (a notes file and its values), provenance (the generated-by
+              comment), run_line, banners (quick / unfinished run), machine_line, jar_line,
+              cpu_method, table, link
   numbers     fmt_num, fmt_seconds (a batch cell's median), bounded_ratio (with timeouts as bounds)
   plots       pyplot (matplotlib, pinned in dev/versions.sh, installed by dev/python-env), save,
               wall_cpu_panels (median wall and CPU time against a size, log-log, one line per competitor)
@@ -158,20 +159,6 @@ def render_page(doc: Path, img: Path, template: Path, values: dict) -> None:
     text = fill(template.read_text(), values, repo_rel(template))
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text.rstrip("\n") + "\n")
-    from harness import log
-    log(f"wrote {doc} and {img}")
-
-
-def finish_page(doc: Path, img: Path, lines: list[str], notes_path: Path | None, heading: str,
-                commands: list[str]) -> None:
-    """Ends the page with its hand-written observations (bench/<benchmark>_notes.md, when the file
-    exists) and how to reproduce it (`heading`, then `commands` as a code block), and writes it."""
-    while lines and lines[-1] == "":
-        lines = lines[:-1]
-    if notes_path and notes_path.exists():
-        lines = [*lines, "", notes_path.read_text().strip()]
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join([*lines, "", heading, "", "```", *commands, "```"]) + "\n")
     from harness import log
     log(f"wrote {doc} and {img}")
 
