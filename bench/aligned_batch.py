@@ -54,6 +54,10 @@ Run from the repository root:   bench/run-aligned --quick     (~200k rows, a few
 Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-preagg.json
                                 (several files: later files' sections replace/add to the first's,
                                 each section shown with its own run time and git commit)
+
+The page (docs/benchmarks-aligned.md) is bench/aligned_batch_notes.md filled in: that file holds all
+of the page's prose, written by hand, with {{name}} placeholders; render() computes their values
+from the results (numbers, tables, the lines of the inputs a run has) and report.render_page fills it.
 """
 from __future__ import annotations
 
@@ -72,7 +76,7 @@ from harness import log, ratio  # noqa: E402
 
 DOC = report.DOCS / "benchmarks-aligned.md"
 IMG = report.DOCS / "img" / "aligned_batch.png"
-NOTES = BENCH_DIR / "aligned_batch_notes.md"
+NOTES = BENCH_DIR / "aligned_batch_notes.md"  # the page's prose, a template render() fills
 SECTIONS = ["hopping", "hopping_dense", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s, so no window boundary coincides with the first event
 BASE_MS = 1_699_920_000_000 + 1_234_567
@@ -623,84 +627,54 @@ def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
 
 
 def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
+    """The page: its prose is NOTES, filled with the values computed here from the results."""
     plot(res, img)
-    srcs = " ".join(report.repo_rel(p) for p in json_paths)
-    m = res["machine"]
-    L = [
-        "# Benchmarks: aligned windows (hopping, tumbling, cumulative, calendar) and a sliding/session regression",
-        "",
-        report.provenance("aligned_batch.py", json_paths, NOTES),
-        "",
-        *report.banners(res),
-        report.run_line(res, json_paths[0], doc),
-        "",
-    ]
+    args, config = res["args"], res["config"]
+    separate_runs = []
     for run, p in zip(res["files"][1:], json_paths[1:]):
         secs = [n for n, sec in res["sections"].items() if sec.get("run", {}).get("file") == run["file"]]
-        L += [f"Section{'s' if len(secs) > 1 else ''} {', '.join(f'`{x}`' for x in secs)}: a separate run "
-              f"{run['started']} (git `{run['git_rev']}`, jar sha256 `{run['jar_sha256']}…`, same machine, session "
-              f"settings and method), results in [`{Path(p).name}`]({report.link(p, doc)}).", ""]
-    L += [
-        "## Machine and method",
-        "",
-        "- " + report.machine_line(m),
-        f"- Spark: `master={res['config']['master']}`, `spark.driver.memory={res['config']['spark.driver.memory']}`, "
-        f"`spark.sql.shuffle.partitions={res['config']['spark.sql.shuffle.partitions']}`, AQE on, AQE partition "
-        "coalescing off, session time zone UTC, everything else default.",
-        "- " + report.jar_line(res["config"].get("windowagg_jar"), ". windowagg is called through SQL: "
-                               "`windows(ts, 'spec')` as a `groupBy` key and the `window_agg(TABLE(...))` table "
-                               "function."),
-        "- Each result is consumed in full with `.write.format(\"noop\")`. Per cell: one untimed warm-up, then "
-        f"{res['args']['reps']} timed runs, **median** (n=1 when the warm-up took over {res['args']['long_run']:.0f} s); "
-        f"a run over {res['args']['timeout']:.0f} s ({res['args'].get('hop_timeout', res['args']['timeout']):.0f} s for "
-        "Spark's hopping cells) is cancelled and shown as a timeout. Inputs are cached and "
-        "materialized before timing; all cells of a section read the same cached DataFrame.",
-        "- " + report.cpu_method(res["args"]["contended"]),
-    ]
-    ai = res.get("aligned_input")
-    if ai:
-        L.append(f"- Hopping/tumbling input: {ai['rows']:,} rows, {ai['keys']} keys (`k` int), each key's "
-                 f"{ai['rows_per_key']:,} events spread evenly over {ai['span_s_per_key'] / 3600:g} hours "
-                 f"({ai['rows_per_second_per_key']:.2f} per second per key, random millisecond times), `v` double; "
-                 f"ts {ai['ts_min']} .. {ai['ts_max']}. Aggregates: `sum(v)`, `count(1)`, `avg(v)`.")
-    di = res.get("dense_input")
-    if di:
-        L.append(f"- Dense hopping input: {di['rows']:,} rows, {di['keys']} keys, each key's {di['rows_per_key']:,} "
-                 f"events over {di['span_s_per_key'] / 60:g} minutes: 100 per key in every 10-second slice.")
-    ci = res.get("cumulative_input")
-    if ci:
-        L.append(f"- Cumulative input: {ci['rows']:,} rows, {ci['keys']} keys, each key's {ci['rows_per_key']:,} "
-                 f"events spread over {ci['span_s_per_key'] / 86400:g} days (ts {ci['ts_min']} .. {ci['ts_max']}).")
-    ka = res.get("calendar_input")
-    if ka:
-        L.append(f"- Calendar input: {ka['rows']:,} rows, {ka['keys']} keys, each key's {ka['rows_per_key']:,} events "
-                 f"spread evenly over {ka['years']:g} years (~{ka['rows_per_key'] / (ka['years'] * 12):.0f} rows per "
-                 f"key and month; ts {ka['ts_min']} .. {ka['ts_max']}), `ts` TIMESTAMP, session time zone UTC; "
-                 f"the zone cell uses `windows(ts, '{CAL_ZONE_SPEC}')`.")
-    si = res.get("sliding_input")
-    if si:
-        L.append(f"- Sliding regression input: `bench/sliding_batch.py`'s generator, {si['rows']:,} rows, "
-                 f"{si['keys']} keys, 10 events/s/key, window S = {si['window_seconds']} s "
-                 f"(~{si['target_rows_per_window']} rows per window).")
-    se = res.get("sessions_input")
-    if se:
-        L.append(f"- Sessions regression input: `bench/sessions.py`'s generator, {se['rows']:,} rows, {se['keys']} "
-                 "keys, sessions of 50 rows on average, gap 30 s.")
-    L += ["", "## Results", "", "Median wall time and median own CPU time per cell, seconds; other processes' CPU "
-          "(median over the timed runs, in cores of 2).", ""]
-    L += report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "shuffled (MB)", "others (cores)",
-                       "contended runs"], "llrrrrrr", [
+        separate_runs += [f"Section{'s' if len(secs) > 1 else ''} {', '.join(f'`{x}`' for x in secs)}: a separate run "
+                          f"{run['started']} (git `{run['git_rev']}`, jar sha256 `{run['jar_sha256']}…`, same machine, "
+                          f"session settings and method), results in [`{Path(p).name}`]({report.link(p, doc)}).", ""]
+    # an input's line only when its sections ran ("" drops the line)
+    ai, di, ci = res.get("aligned_input"), res.get("dense_input"), res.get("cumulative_input")
+    ka, si, se = res.get("calendar_input"), res.get("sliding_input"), res.get("sessions_input")
+    inputs = {
+        "hopping_input": (
+            f"- Hopping/tumbling input: {ai['rows']:,} rows, {ai['keys']} keys (`k` int), each key's "
+            f"{ai['rows_per_key']:,} events spread evenly over {ai['span_s_per_key'] / 3600:g} hours "
+            f"({ai['rows_per_second_per_key']:.2f} per second per key, random millisecond times), `v` double; "
+            f"ts {ai['ts_min']} .. {ai['ts_max']}. Aggregates: `sum(v)`, `count(1)`, `avg(v)`.") if ai else "",
+        "dense_input": (
+            f"- Dense hopping input: {di['rows']:,} rows, {di['keys']} keys, each key's {di['rows_per_key']:,} "
+            f"events over {di['span_s_per_key'] / 60:g} minutes: 100 per key in every 10-second slice.") if di else "",
+        "cumulative_input": (
+            f"- Cumulative input: {ci['rows']:,} rows, {ci['keys']} keys, each key's {ci['rows_per_key']:,} "
+            f"events spread over {ci['span_s_per_key'] / 86400:g} days (ts {ci['ts_min']} .. {ci['ts_max']}).") if ci else "",
+        "calendar_input": (
+            f"- Calendar input: {ka['rows']:,} rows, {ka['keys']} keys, each key's {ka['rows_per_key']:,} events "
+            f"spread evenly over {ka['years']:g} years (~{ka['rows_per_key'] / (ka['years'] * 12):.0f} rows per "
+            f"key and month; ts {ka['ts_min']} .. {ka['ts_max']}), `ts` TIMESTAMP, session time zone UTC; "
+            f"the zone cell uses `windows(ts, '{CAL_ZONE_SPEC}')`.") if ka else "",
+        "sliding_input": (
+            f"- Sliding regression input: `bench/sliding_batch.py`'s generator, {si['rows']:,} rows, "
+            f"{si['keys']} keys, 10 events/s/key, window S = {si['window_seconds']} s "
+            f"(~{si['target_rows_per_window']} rows per window).") if si else "",
+        "sessions_input": (
+            f"- Sessions regression input: `bench/sessions.py`'s generator, {se['rows']:,} rows, {se['keys']} "
+            "keys, sessions of 50 rows on average, gap 30 s.") if se else "",
+    }
+    results = report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "shuffled (MB)",
+                            "others (cores)", "contended runs"], "llrrrrrr", [
         [s, LABELS.get((s, comp), comp), report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
          report.fmt_num(ratio(c.get("median_cpu_s"), c.get("median_s")), ".2f"),
          report.fmt_num(c["shuffle_bytes"] / 1e6 if c.get("shuffle_bytes") is not None else None, ".1f"),
          report.fmt_num(c.get("median_foreign_cores"), ".2f"), f"{c.get('contended_runs', 0)} of {len(c['times_s'])}"]
         for s in SECTIONS if s in res["sections"] for comp, c in res["sections"][s]["cells"].items()])
-    L += ["", "## Ratios", ""]
-    L += report.table(["section", "ratio", "wall time", "CPU time"], "llrr",
-                      [[s, label, *ratio_text(res, s, num, den)[:2]] for s, num, den, label in RATIOS
-                       if ratio_text(res, s, num, den)[0] != "–"])
+    ratios = report.table(["section", "ratio", "wall time", "CPU time"], "llrr",
+                          [[s, label, *ratio_text(res, s, num, den)[:2]] for s, num, den, label in RATIOS
+                           if ratio_text(res, s, num, den)[0] != "–"])
     # the inverse of each section's main ratio, so both directions are in the table
-    L += ["", "Both directions for the windowagg-vs-Spark cells:", ""]
     both = []
     for s, wa, sp in [("hopping", "windowagg", "spark"), ("hopping", "windowagg_sub", "spark_sub"),
                       ("hopping_dense", "windowagg", "spark"),
@@ -711,12 +685,8 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         tw2, tc2, _, _ = ratio_text(res, s, sp, wa)
         if tw1 != "–" or tw2 != "–":
             both.append([f"{s} ({LABELS.get((s, sp), sp)})", tw1, tw2, tc1, tc2])
-    L += report.table(["section", "windowagg ÷ Spark (wall)", "Spark ÷ windowagg (wall)", "windowagg ÷ Spark (CPU)",
-                       "Spark ÷ windowagg (CPU)"], "lrrrr", both)
-    L += ["", f"![aligned windows: wall and CPU time per cell]({report.link(img, doc)})", "", "## Correctness", "",
-          "Untimed, once per section, on the same cached input: full outer join of windowagg's result with "
-          "Spark's on (k, window start, window end); a row mismatches when one side lacks it, the counts differ, "
-          "or `sum`/`avg` differ by more than 1e-9 relative.", ""]
+    both = report.table(["section", "windowagg ÷ Spark (wall)", "Spark ÷ windowagg (wall)", "windowagg ÷ Spark (CPU)",
+                         "Spark ÷ windowagg (CPU)"], "lrrrr", both)
     checks = []
     names = {"check": "windowagg `windows()` vs Spark", "check_tvf": "windowagg `window_agg` table vs Spark",
              "check_hourly_running": "Spark hourly + running SUM (in the windowagg column) vs the union of 24: "
@@ -739,14 +709,31 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         checks.append(["sessions", "session count, windowagg vs Spark", f"{ck['windowagg_sessions']:,}",
                        f"{ck['spark_sessions']:,}", "",
                        "**0** (same count)" if ck["same_count"] else "**counts differ**"])
-    L += report.table(["section", "comparison", "windowagg rows", "Spark rows", "mean rows per window", "mismatches"],
-                      "llrrrr", checks)
-    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
-        "bench/run-aligned --quick          # smoke run, ~200k rows, a few minutes",
-        "nohup bench/run-aligned > /dev/null 2>&1 &   # full run; follow bench/results/aligned_batch-full.log",
-        "bench/run-aligned --sections calendar --tag=full-calendar --no-docs   # the calendar section's own run",
-        f".venv/bin/python bench/aligned_batch.py --report {srcs}   # this page"])
-
+    checks = report.table(["section", "comparison", "windowagg rows", "Spark rows", "mean rows per window",
+                           "mismatches"], "llrrrr", checks)
+    report.render_page(doc, img, NOTES, {
+        "provenance": report.provenance("aligned_batch.py", json_paths, NOTES),
+        "banners": "\n".join(report.banners(res)),
+        "run_line": report.run_line(res, json_paths[0], doc),
+        "separate_runs": "\n".join(separate_runs),
+        "machine": report.machine_line(res["machine"]),
+        "master": config["master"],
+        "driver_memory": config["spark.driver.memory"],
+        "shuffle_partitions": config["spark.sql.shuffle.partitions"],
+        "jar": report.jar_line(config.get("windowagg_jar")),
+        "reps": args["reps"],
+        "long_run": f"{args['long_run']:.0f}",
+        "timeout": f"{args['timeout']:.0f}",
+        "hop_timeout": f"{args.get('hop_timeout', args['timeout']):.0f}",
+        "contended": args["contended"],
+        **inputs,
+        "results_table": "\n".join(results),
+        "ratios_table": "\n".join(ratios),
+        "both_directions_table": "\n".join(both),
+        "img": report.link(img, doc),
+        "checks_table": "\n".join(checks),
+        "srcs": " ".join(report.repo_rel(p) for p in json_paths),
+    })
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -43,6 +43,10 @@ lengths (its cost only grows with the length): it is reported as "> timeout" the
 JVM) and the CPU other processes took (/proc); runs where others took more than --contended cores
 are marked contended (†).
 
+The page, docs/benchmarks-count.md: all of its prose (headings, method, explanations, observations, how
+to reproduce) is bench/count_batch_notes.md, a template with {{placeholders}}; render() fills them with
+the numbers and tables of a results file (report.render_page) and draws the plot.
+
 Run from the repository root:   bench/run-count --quick     (200k rows, 50 keys, a few minutes)
                                 bench/run-count             (full: 4M rows, 1000 keys; renders the docs)
 Re-render the report:           .venv/bin/python bench/count_batch.py --report bench/results/count_batch-full.json
@@ -421,34 +425,14 @@ def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
 
 
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
+    """The page: bench/count_batch_notes.md (all of its prose) filled with what this run measured."""
     plot(res, img)
     m, cfg, a, i = res["machine"], res["config"], res["args"], res["input"]
     ns = sorted(int(x) for x in res["lengths"])
-    L = [
-        "# Benchmarks: count windows (Storm-style `count N rows`, sliding every row)",
-        "",
-        report.provenance("count_batch.py", [json_path], NOTES),
-        "",
-    ]
-    L += [
-        *report.banners(res),
-        report.run_line(res, json_path, doc, before=f" on {i['rows']:,} rows, {i['keys']:,} keys"),
-        "",
-        "The issue's benchmark: a count window of N rows sliding every row (per key, one window per row, "
-        "holding that row and the N − 1 rows before it in (ts, seq) order), N = "
-        + ", ".join(f"{n:,}" for n in ns) + ", windowagg against Spark's "
-        "`ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW` frame (default and segment-tree), in the same run. Target: "
-        f"windowagg's time at N = {ns[-1]:,} within {TARGET_FLAT}× its time at N = {ns[0]:,} (a cost independent "
-        "of the window length).",
-        "",
-        "## Targets",
-        "",
-    ]
-    lo, hi, fr, _ = flat_ratio(res)
+    lo, hi, fr, fl = flat_ratio(res)
     w_txt, c_txt = fr["median_s"][0], fr["median_cpu_s"][0]
     vw, vc = verdict(fr["median_s"], TARGET_FLAT), verdict(fr["median_cpu_s"], TARGET_FLAT)
     v = vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"
-    fl = flat_ratio(res)[3]
     if any(c and c.get("contended_runs") for c in fl.values()):
         v += " († other processes shared the cores during these runs: the wall times read high, the CPU ratio is " \
              "the steadier figure)"
@@ -466,63 +450,15 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     else:
         targets.append(["correctness: windowagg's windows = Spark's ROWS frames (0 mismatches)",
                         "not checked (--no-check)", "not measured"])
-    L += report.table(["target", "measured", "verdict"], "lll", targets)
-    L += [
-        "",
-        "## Machine and method",
-        "",
-        "- " + report.machine_line(m),
-        f"- Spark: `master={cfg['master']}`, `spark.driver.memory={cfg['spark.driver.memory']}` (max heap "
-        f"{m.get('driver_max_heap_gib')} GiB), `spark.sql.shuffle.partitions={cfg['spark.sql.shuffle.partitions']}`, "
-        f"AQE on, AQE partition coalescing off (every shuffle has exactly {cfg['spark.sql.shuffle.partitions']} reduce "
-        "tasks), session time zone UTC, everything else default.",
-    ]
-    st = cfg.get("segment_tree_conf") or {}
-    if st:
-        L.append("- Segment-tree frame settings of this Spark (defaults; the segment-tree cells set only "
-                 "`enabled=true`): " + ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`"
-                                                for k, v in st.items()))
-    L += [
-        "- " + report.jar_line(cfg.get("windowagg_jar"), ", called through SQL."),
-        f"- Input: {i['rows']:,} rows, {i['keys']:,} keys (`k` int), {i['rows_per_key']:,} rows per key; `ts` TIMESTAMP "
-        f"at millisecond resolution, a key's times about {i['step_ms']} ms apart, a {i['dup_fraction']:.0%} share of "
-        f"rows taking the time of the row before them: {i['rows_sharing_an_earlier_time']:,} rows "
-        f"({i['rows_sharing_an_earlier_time'] / i['rows']:.1%}) share their (k, ts) with an earlier row, so the "
-        f"tie-break decides their order; `seq` long, unique ({i['distinct_seq']:,} distinct), `{i['seq']}`, so not in "
-        f"time order; `v` double, `{i['v']}` (a multiple of 1/1024: every sum here is exact in double, whatever the "
-        f"summation order); ts {i['ts_min']} .. {i['ts_max']}. Rows shuffled, cached in {i['partitions']} partitions "
-        "and counted before any timing; every cell reads the same cached DataFrame.",
-        "- Cells (aggregates `sum(v)`, `count(1)`, `avg(v)`; every result consumed in full with "
-        "`.write.format(\"noop\")`):",
-        "  1. **windowagg**: `df.groupBy(\"k\", F.expr(\"windows(ts, 'count N rows tie break seq')\")).agg(...)`: "
-        "one window per row; `window.end` = the row's ts, `window.start` = the ts of the window's first row.",
-        "  2. **OVER ROWS (segment tree)**: `df.select(\"k\", \"ts\", sum/count/avg(v).over(Window.partitionBy(\"k\")"
-        ".orderBy(\"ts\", \"seq\").rowsBetween(-(N - 1), 0)))`, i.e. `ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW`, "
-        "with `spark.sql.window.segmentTree.enabled=true` for the run.",
-        "  3. **OVER ROWS (default)**: the same query with Spark's default sliding frame, which re-aggregates the "
-        "whole frame for every row (cost ∝ rows × N).",
-        f"  4. **floor**: `df.repartition({cfg['spark.sql.shuffle.partitions']}, \"k\").sortWithinPartitions(\"k\", "
-        "\"ts\", \"seq\")`: the shuffle + sort every competitor pays (all three shuffle by k and sort by "
-        "(k, ts, seq); windowagg's sort has the aggregate inputs as a last key, never reached here as `seq` is "
-        "unique); once per run, it does not depend on N.",
-        f"- Per cell: one untimed warm-up, then {a['reps']} timed run{'s' if a['reps'] != 1 else ''}, **median**; when the warm-up took over "
-        f"{a['long_run']:.0f} s it is the cell's one timed run (n=1). A run over {a['timeout']:.0f} s is cancelled "
-        "and shown as \"> timeout\"; an OVER competitor that timed out at one length is not run at longer ones "
-        "(\"not run\": its cost only grows with N). Order: the floor, windowagg at every length, the segment-tree "
-        "frame, then the default frame.",
-        "- " + report.cpu_method(a["contended"]),
-    ]
+
     pk = i["rows_per_key"]
     short = [n for n in ns if n > pk]
-    if short:
-        L.append(f"- With {pk:,} rows per key, windows of N = {', '.join(f'{n:,}' for n in short)} rows never fill: "
-                 "each is every row of its key up to the current one (mean frame sizes below). The windows are "
-                 "still what the count window and the ROWS frame define; the comparison stands, but the "
-                 "length-independence target then measures buffers of up to "
-                 f"{pk:,} rows, not {max(short):,}.")
-    L += ["", "## Results", "",
-          "Median wall time and median own CPU time per cell, seconds; other processes' CPU (median over the timed "
-          "runs, in cores).", ""]
+    # only when some windows never fill: what the length-independence target then measures
+    unfilled = "" if not short else (
+        f"- With {pk:,} rows per key, windows of N = {', '.join(f'{n:,}' for n in short)} rows never fill: "
+        "each is every row of its key up to the current one (mean frame sizes below). The windows are "
+        "still what the count window and the ROWS frame define; the comparison stands, but the "
+        f"length-independence target then measures buffers of up to {pk:,} rows, not {max(short):,}.")
 
     def row(nlab, mean, comp, c):
         par = ratio(c.get("median_cpu_s"), c.get("median_s")) if c["status"] == "ok" else None
@@ -533,31 +469,10 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
             for n in ns for comp in COMPETITORS if (c := res["lengths"][str(n)]["cells"].get(comp))]
     if res.get("floor"):
         rows.append(row("any", "–", "sort_floor", res["floor"]))
-    L += report.table(["N (rows)", "mean rows per window", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall",
-                       "others (cores)", "contended runs"], "rrlrrrrr", rows)
 
     def both(cn, cd):
         return f"{report.bounded_ratio(cn, cd, 'median_s')[0]} / {report.bounded_ratio(cn, cd, 'median_cpu_s')[0]}"
-    L += ["", "## Ratios", "",
-          "Wall time / CPU time; \"> x\" is a lower bound (the numerator timed out).", ""]
-    L += report.table(["N (rows)", "OVER ROWS default ÷ windowagg", "OVER ROWS segment tree ÷ windowagg",
-                       "windowagg ÷ shuffle+sort floor"], "rrrr",
-                      [[f"{n:,}", *(both(get_cell(res, num, n), get_cell(res, den, n)) for num, den in
-                                    (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"),
-                                     ("windowagg", "sort_floor")))] for n in ns])
-    L += ["", "windowagg against itself across lengths (the length-independence target):", ""]
-    L += report.table(["ratio", "wall time", "CPU time"], "lrr", [
-        [f"windowagg N = {n:,} ÷ N = {ns[0]:,}" + (f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""),
-         *both(get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])).split(" / ")] for n in ns[1:]])
-    L += ["", f"![count windows: wall and CPU time against the window length]({report.link(img, doc)})", "",
-          "## Correctness", "",
-          f"Untimed, once per length, on the keys k < {a['check_keys']} of the same cached input: windowagg's "
-          "`windows()` result and its `window_agg` table against the OVER ROWS result (start = `min(ts)` over the "
-          "frame, end = the row's ts), as multisets of (k, window start, window end, count, sum rounded to 1e-6), "
-          "compared with `exceptAll` both ways; a mismatch is a row on one side only. The last column shows "
-          "that the tie-break matters on this input: the OVER frames that change when rows with equal times are "
-          "ordered by `seq` descending instead (windowagg ignoring or reversing the tie-break would mismatch "
-          "there).", ""]
+
     checked = []
     for n in ns:
         ck = res["lengths"][str(n)].get("check")
@@ -575,18 +490,68 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         checked.append([f"{n:,}", f"{ck['over_rows']:,}",
                         f"{ck['mean_rows_per_window']:,.1f} / {ck['max_rows_per_window']:,}", f"{w['rows']:,}", mm(w),
                         f"{t['rows']:,}", mm(t), report.fmt_num(ck.get("frames_changed_by_reversed_tie_break"), ",")])
-    L += report.table(["N (rows)", "OVER rows", "mean / max rows per window", "windowagg `windows()` rows",
-                       "mismatches", "`window_agg` table rows", "mismatches", "frames changed by a reversed tie-break"],
-                      "rrrrrrrr", checked)
     ex = [(n, s, res["lengths"][str(n)]["check"][s]) for n in ns for s in ("windowagg", "window_agg_table")
           if (res["lengths"][str(n)].get("check") or {}).get(s, {}).get("mismatches")]
-    for n, s, x in ex[:2]:
-        L += ["", f"Examples of mismatching rows, N = {n:,}, {s}: only in windowagg "
-              f"`{x.get('examples_only_in_windowagg')}`; only in OVER `{x.get('examples_only_in_over')}`."]
-    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
-        "bench/run-count --quick          # smoke run, 200k rows / 50 keys, a few minutes (no docs)",
-        "nohup bench/run-count > /dev/null 2>&1 &   # full run (4M rows, 1000 keys); follow bench/results/count_batch-full.log",
-        f".venv/bin/python bench/count_batch.py --report {report.repo_rel(json_path)}   # this page"])
+    # each example a paragraph of its own: a blank line before it
+    examples = "\n".join(f"\nExamples of mismatching rows, N = {n:,}, {s}: only in windowagg "
+                         f"`{x.get('examples_only_in_windowagg')}`; only in OVER `{x.get('examples_only_in_over')}`."
+                         for n, s, x in ex[:2])
+
+    report.render_page(doc, img, NOTES, {
+        "provenance": report.provenance("count_batch.py", [json_path], NOTES),
+        "banners": "\n".join(report.banners(res)),
+        "run_line": report.run_line(res, json_path, doc, before=f" on {i['rows']:,} rows, {i['keys']:,} keys"),
+        "lengths": ", ".join(f"{n:,}" for n in ns),
+        "shortest": f"{lo:,}",
+        "longest": f"{hi:,}",
+        "target_flat": TARGET_FLAT,
+        "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
+        "machine": report.machine_line(m),
+        "master": cfg["master"],
+        "driver_memory": cfg["spark.driver.memory"],
+        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
+        "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
+        "segment_tree_settings": ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`"
+                                           for k, v in cfg["segment_tree_conf"].items()),
+        "jar": report.jar_line(cfg.get("windowagg_jar")),
+        "rows": f"{i['rows']:,}",
+        "keys": f"{i['keys']:,}",
+        "rows_per_key": f"{pk:,}",
+        "step_ms": i["step_ms"],
+        "dup_fraction": f"{i['dup_fraction']:.0%}",
+        "rows_sharing_an_earlier_time": f"{i['rows_sharing_an_earlier_time']:,}",
+        "rows_sharing_an_earlier_time_pct": f"{i['rows_sharing_an_earlier_time'] / i['rows']:.1%}",
+        "distinct_seq": f"{i['distinct_seq']:,}",
+        "seq_definition": i["seq"],
+        "v_definition": i["v"],
+        "ts_min": i["ts_min"],
+        "ts_max": i["ts_max"],
+        "partitions": i["partitions"],
+        "timed_runs": f"{a['reps']} timed run{'s' if a['reps'] != 1 else ''}",
+        "long_run": f"{a['long_run']:.0f}",
+        "timeout": f"{a['timeout']:.0f}",
+        "cpu_method": report.cpu_method(a["contended"]),
+        "unfilled_windows": unfilled,
+        "results_table": "\n".join(report.table(
+            ["N (rows)", "mean rows per window", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "others (cores)",
+             "contended runs"], "rrlrrrrr", rows)),
+        "ratios_table": "\n".join(report.table(
+            ["N (rows)", "OVER ROWS default ÷ windowagg", "OVER ROWS segment tree ÷ windowagg",
+             "windowagg ÷ shuffle+sort floor"], "rrrr",
+            [[f"{n:,}", *(both(get_cell(res, num, n), get_cell(res, den, n)) for num, den in
+                          (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"),
+                           ("windowagg", "sort_floor")))] for n in ns])),
+        "flat_table": "\n".join(report.table(["ratio", "wall time", "CPU time"], "lrr", [
+            [f"windowagg N = {n:,} ÷ N = {ns[0]:,}" + (f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""),
+             *both(get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])).split(" / ")] for n in ns[1:]])),
+        "plot": report.link(img, doc),
+        "check_keys": a["check_keys"],
+        "correctness_table": "\n".join(report.table(
+            ["N (rows)", "OVER rows", "mean / max rows per window", "windowagg `windows()` rows", "mismatches",
+             "`window_agg` table rows", "mismatches", "frames changed by a reversed tie-break"], "rrrrrrrr", checked)),
+        "mismatch_examples": examples,
+        "results_file": report.repo_rel(json_path),
+    })
 
 
 if __name__ == "__main__":

@@ -36,7 +36,10 @@ events themselves (computed here from the CSV, by each system's definition: KIP-
 milliseconds and in windowagg's microseconds differ in one corner, explained in the page).
 
 Results: bench/results/kafka_compare-<tag>.json; a full run (or --docs) renders docs/benchmarks-kafka.md
-and docs/img/kafka_compare.png. Re-render from a results file: --report bench/results/....json
+and docs/img/kafka_compare.png. The page's prose is bench/kafka_compare_notes.md: a template with
+{{placeholders}} that render_doc fills with the numbers and tables of the results (report.render_page);
+only the few paragraphs that some results leave out are built in render_doc. Re-render from a results
+file: --report bench/results/....json
 
 Run from the repository root:  bench/run-kafka-compare --quick   (smoke run: 50k events, 10 keys)
                                bench/run-kafka-compare           (full run: 300k events, 1000 keys)
@@ -472,16 +475,10 @@ def render_plot(res: dict, img: Path) -> None:
 
 
 def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
+    """The page: bench/kafka_compare_notes.md (all of its prose) filled with the numbers, tables and
+    result-dependent paragraphs computed here."""
     render_plot(res, img)
-    S, wl, m, cfg = res["summary"], res["workload"], res["machine"], res["config"]
-    kafka_version = next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?")
-    kafka_java = next((r.get("java") for r in res["runs"] if r.get("java")), "?")
-    L = ["# windowagg against Kafka Streams: sliding and session windows, per core", "",
-         report.provenance("kafka_compare.py", [json_path], NOTES), "", *report.banners(res),
-         report.run_line(res, json_path, doc), ""]
-    L.append("The same events, the same windows (size, gap, grace, final emission, count/sum/max), run by "
-             "windowagg in Spark Structured Streaming on one core and by Kafka Streams on one thread (its "
-             "`TopologyTestDriver`), with Kafka's in-memory and RocksDB stores.\n")
+    S, wl, m, cfg, args = res["summary"], res["workload"], res["machine"], res["config"], res["args"]
 
     head = []
     for kind, sm in S.items():
@@ -493,57 +490,30 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         if w and parts:
             head.append(f"on {KIND_LABEL[kind]}, windowagg's {w['events_per_s']:,.0f} events/s are "
                         + " and ".join(parts))
-    if head:
-        L.append("**Per core:** " + "; ".join(head) + ". Every system emitted the windows expected from the "
-                 "events (see [Window counts](#window-counts)).\n")
-    L.append("## Results\n")
-    L.append("| windows | system | events/s (one core / thread) | timed s | CPU s (process) | CPU s per 1M events "
-             "| final windows | windowagg ÷ Kafka (events/s) | Kafka ÷ windowagg (CPU per event) |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+
+    results_rows = []
     for kind, s in S.items():
         w = s["windowagg"]
         if w:
-            L.append(f"| {KIND_LABEL[kind]} | **windowagg** (`{cfg['master']}`) | **{report.fmt_num(w['events_per_s'])}** | "
-                     f"{w['processing_s']:.1f} | {report.fmt_num(w['own_cpu_s'], '.1f')} | {report.fmt_num(w['cpu_s_per_million'], '.1f')} | "
-                     f"{w['output_rows']:,} | | |")
+            results_rows.append([KIND_LABEL[kind], f"**windowagg** (`{cfg['master']}`)",
+                                 f"**{report.fmt_num(w['events_per_s'])}**", f"{w['processing_s']:.1f}",
+                                 report.fmt_num(w["own_cpu_s"], ".1f"), report.fmt_num(w["cpu_s_per_million"], ".1f"),
+                                 f"{w['output_rows']:,}", "", ""])
         for store, x in s["kafka"].items():
             lb = "≥ " if x.get("ratio_is_lower_bound") else ""
             ev = "" if x["complete"] else f" (first {x['events']:,} events, then stopped)"
-            L.append(f"| {KIND_LABEL[kind]} | Kafka Streams, {STORE_LABEL[store]} | {report.fmt_num(x['events_per_s'])}{ev} | "
-                     f"{x['seconds']:.1f} | {x['process_cpu_seconds']:.1f} | {report.fmt_num(x['cpu_s_per_million'], '.1f')} | "
-                     f"{'–' if not x['complete'] else format(x['output_records'], ',')} | "
-                     f"**{lb}{report.fmt_num(x.get('ratio_windowagg_over_kafka'), '.2f')}×** | "
-                     f"{lb}{report.fmt_num(x.get('ratio_cpu'), '.2f')}× |")
-    L.append("")
-    L.append("- **events/s**: windowagg: events ÷ the sum of the micro-batches' `triggerExecution` at "
-             f"`{cfg['master']}` (one task thread); Kafka Streams: events ÷ the wall time of piping them "
-             "through the driver on its one thread (the driver processes each record inside `pipeInput`).")
-    L.append("- **CPU s (process)**: windowagg: CPU of the benchmark's processes (Spark's driver JVM, where "
-             "`local[1]` runs the task, plus Python) over the run, from `/proc`; Kafka Streams: CPU of its JVM "
-             "(`OperatingSystemMXBean.getProcessCpuTime`) while piping. Both include the JVMs' garbage "
-             "collection, JIT and RocksDB background threads, which can run on the machine's second core; "
-             "the Kafka thread alone used "
-             + ", ".join(f"{x['cpu_seconds']:.1f} s ({KIND_LABEL[k]}, {STORE_LABEL[st]})"
-                         for k, s in S.items() for st, x in s["kafka"].items()) + ".")
-    L.append("- **windowagg ÷ Kafka**: above 1, windowagg handles more events per second per core; the CPU "
-             "column compares CPU seconds per event the same way (Kafka's ÷ windowagg's).")
-    if any(not x["complete"] for s in S.values() for x in s["kafka"].values()):
-        L.append(f"- A Kafka run stops after the 10,000-event chunk that takes its piping time over "
-                 f"{res['args']['kafka_max_seconds']:.0f} s (`--kafka-max-seconds`); its rate then covers only "
-                 "the first events, while its state was still filling up and its rate still falling (see the "
-                 "plot), so the ratio is a lower bound (≥), and its windows are not all closed, so it has no "
-                 "window count.")
-    L.append("")
-    L.append(f"![events per second, and Kafka's rate along each run]({report.link(img, doc)})\n")
+            results_rows.append([KIND_LABEL[kind], f"Kafka Streams, {STORE_LABEL[store]}",
+                                 f"{report.fmt_num(x['events_per_s'])}{ev}", f"{x['seconds']:.1f}",
+                                 f"{x['process_cpu_seconds']:.1f}", report.fmt_num(x["cpu_s_per_million"], ".1f"),
+                                 "–" if not x["complete"] else format(x["output_records"], ","),
+                                 f"**{lb}{report.fmt_num(x.get('ratio_windowagg_over_kafka'), '.2f')}×**",
+                                 f"{lb}{report.fmt_num(x.get('ratio_cpu'), '.2f')}×"])
+    results_table = report.table(
+        ["windows", "system", "events/s (one core / thread)", "timed s", "CPU s (process)", "CPU s per 1M events",
+         "final windows", "windowagg ÷ Kafka (events/s)", "Kafka ÷ windowagg (CPU per event)"],
+        "llrrrrrrr", results_rows)
 
-    L.append("## Window counts\n")
-    L.append("Each system's final windows, next to the count expected from the events (computed by "
-             "`bench/kafka_compare.py` from the CSV the Kafka driver reads, which holds the same rows as "
-             "windowagg's Parquet files):\n")
-    L.append("| windows | windowagg | expected (windowagg) | Kafka, in-memory | Kafka, RocksDB | expected (Kafka) | "
-             "equal? |")
-    L.append("|---|---:|---:|---:|---:|---:|---|")
-    notes = []
+    count_rows, ms_tick_cross_check, tick_difference = [], "", ""
     for kind, s in S.items():
         c = s["check"]
         e = c.get("expected") or {}
@@ -553,26 +523,30 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         if kind == "session" and all(ok) and c.get("windowagg") is not None and all(
                 c.get(f"kafka_{st}") == c["windowagg"] for st in s["kafka"] if c.get(f"kafka_{st}") is not None):
             verdict = "yes: the same sessions count"
-        L.append(f"| {KIND_LABEL[kind]} | {report.fmt_num(c.get('windowagg'), ',')} | {report.fmt_num(e.get('windowagg'), ',')} | "
-                 f"{report.fmt_num(c.get('kafka_memory'), ',', 'not all closed' if 'memory' in s['kafka'] else '–')} | "
-                 f"{report.fmt_num(c.get('kafka_rocksdb'), ',', 'not all closed' if 'rocksdb' in s['kafka'] else '–')} | "
-                 f"{report.fmt_num(e.get('kafka'), ',')} | {verdict} |")
+        count_rows.append([
+            KIND_LABEL[kind], report.fmt_num(c.get("windowagg"), ","), report.fmt_num(e.get("windowagg"), ","),
+            report.fmt_num(c.get("kafka_memory"), ",", "not all closed" if "memory" in s["kafka"] else "–"),
+            report.fmt_num(c.get("kafka_rocksdb"), ",", "not all closed" if "rocksdb" in s["kafka"] else "–"),
+            report.fmt_num(e.get("kafka"), ","), verdict])
+        # the two paragraphs below exist only when the sliding kind ran, so their text stays here: the
+        # template can drop a line only when it holds a placeholder alone (each value ends with the blank
+        # line after its paragraph)
         if kind == "sliding" and c.get("ms_tick"):
             mt = c["ms_tick"]
             wb = mt["windowagg_batch"]
             ks = [(st, mt[f"kafka_{st}"]) for st in s["kafka"] if f"kafka_{st}" in mt]
-            notes.append(
+            ms_tick_cross_check = (
                 "Cross-check with Kafka's tick: windowagg's batch `SlidingWindows` over the same events with the "
                 "time as an integral epoch-millisecond column (`time_unit=\"milliseconds\"`, a 1 ms tick) finds "
                 f"{wb['windows']:,} windows whose counts sum to {wb['sum_of_counts']:,}; "
                 + "; ".join(f"Kafka Streams with its {STORE_LABEL[st]}: {x['windows']:,} windows summing to "
                             f"{report.fmt_num(x['sum_of_counts'], ',')}" for st, x in ks)
-                + (" — **identical**." if mt.get("equal") else " — **not identical**."))
+                + (" — **identical**." if mt.get("equal") else " — **not identical**.") + "\n")
         kafka_seen = [c.get(f"kafka_{st}") for st in s["kafka"] if c.get(f"kafka_{st}") is not None]
         observed_diff = (f"{c['windowagg'] - kafka_seen[0]:,}" if kafka_seen and c.get("windowagg") is not None
                          else "–")
         if kind == "sliding" and e:
-            notes.append(
+            tick_difference = (
                 f"Sliding windows: windowagg emits **{observed_diff}** windows more than Kafka Streams "
                 f"({e['windowagg'] - e['kafka']:,} by the expected counts) — not a disagreement about the events "
                 "but about time's resolution. Both follow KIP-450 (per key, a left window `[t − S, t]` for each "
@@ -583,140 +557,75 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                 "holds the events in `(p, p + S]` and is a different window from `[p + 1 ms, p + S + 1 ms]`, "
                 f"so windowagg emits both. Among the {e['distinct_key_times']:,} distinct (key, time) pairs, "
                 f"{e['event_exactly_size_plus_1ms_after']:,} have an event exactly S + 1 ms later, "
-                f"{e['differ_by']:,} of them with another event in between: that is the difference, to the window.")
-    L.append("")
-    for n in notes:
-        L.append(n + "\n")
+                f"{e['differ_by']:,} of them with another event in between: that is the difference, to the window.\n")
+    window_counts_table = report.table(
+        ["windows", "windowagg", "expected (windowagg)", "Kafka, in-memory", "Kafka, RocksDB", "expected (Kafka)",
+         "equal?"], "lrrrrrl", count_rows)
 
-    L.append("## Why Kafka Streams' sliding windows cost what they cost\n")
     per_event = [r["sum_of_counts"] / r["events"] for r in res["runs"] if r["system"] == "kafka"
                  and r["kind"] == "sliding" and r.get("timed") and r.get("complete") and r.get("events")]
-    per_event = f"{per_event[0]:.0f}" if per_event else f"about {wl['density'] * wl['size_s'] * 2:.0f}"
-    L.append("- Kafka's KIP-450 aggregation updates, for every record, each existing window that contains it "
-             f"({per_event} windows per event on average here, at {wl['density']:g} events per second per key "
-             f"and S = {wl['size_s']} s: the windows' counts sum to that many times the events): a store read "
-             "and write, and an update of the suppression buffer, per window and record. windowagg's streaming "
-             "processor keeps one partial aggregate per key and distinct time, and computes each window once, "
-             "when it becomes final, by sweeping those partials in time order (`docs/architecture.md`).")
     rate = wl["keys"] * wl["density"]
-    starts = int(min(2 * wl["size_s"] * 1000, 2 * rate * 2 * wl["size_s"]))
-    L.append("- Kafka's in-memory window store (`InMemoryWindowStore`) is ordered by window start time, then "
-             "key: fetching one key's windows over `[t − 2S, t]` (what the sliding aggregation does for every "
-             "record) walks every window start in that range, of all keys, and looks the key up under each. "
-             f"At {wl['keys']:,} keys × {wl['density']:g} events/s ({rate:,.0f} events per second of event "
-             f"time) the range holds up to ~{starts:,} distinct starts (left and right windows, at most one per "
-             "millisecond), so each record costs that many map lookups once the store holds 2S + grace of "
-             "events; the rate falls as the store fills (right plot). The RocksDB window store orders by key, "
-             "then time, and reads only the key's windows.")
-    L.append("- Session windows touch one session per record in both systems; there both Kafka stores keep "
-             "up with windowagg (Kafka's rate per chunk varies along the run, right plot).\n")
-
-    L.append("## Machine and versions\n")
-    L.append("- " + report.machine_line(m))
-    L.append(f"- windowagg: `{cfg['master']}`, `spark.sql.shuffle.partitions={cfg['shuffle_partitions']}`, "
-             f"driver memory {cfg['driver_memory']}, state store `RocksDBStateStoreProvider` (Spark's RocksDB "
-             "settings at their defaults)")
-    if cfg.get("windowagg_jar"):
-        L.append("- " + report.jar_line(cfg["windowagg_jar"]))
-    L.append(f"- Kafka Streams {kafka_version} with kafka-streams-test-utils {kafka_version} "
-             f"(`bench/kafka-streams/pom.xml`), {kafka_java}, `-Xmx{res['args']['kafka_heap']}`, one JVM per run")
-    L.append("")
-
-    L.append("## Method\n")
-    L.append(f"- **Sliding input** (`bench/data.py`'s `sliding_stream_files`, the streaming benchmark's generator): {wl['events']:,} events "
-             f"`(k, ts, v)` over {wl['keys']:,} keys chosen uniformly at random, {wl['density']:g} events per "
-             f"second per key in event-time order with up to {wl['jitter_ms']} ms of disorder (below the "
-             f"{wl['grace_s']:g} s grace: no event is late). Windows: S = {wl['size_s']} s, grace "
-             f"{wl['grace_s']:g} s.")
-    L.append(f"- **Session input** (`bench/data.py`'s `session_files`, the session benchmark's generator): {wl['events']:,} events over "
-             f"{wl['keys']:,} keys; per key, events 1 ms to 5 s apart, and after 1 in {wl['mean_session']:g} "
-             f"a break of more than the gap; in event-time order. Sessions: gap {wl['gap_s']} s, grace "
-             f"{wl['grace_s']:g} s.")
-    L.append(f"- Each input is written once as {wl['files']} Parquet files (windowagg's micro-batches) and as "
-             "one CSV in the same arrival order (Kafka's input; key as a string, time in epoch "
-             "milliseconds). After the last event both systems get one far-future event of a key no event has "
-             "(key −1, one day later): a last Parquet file for windowagg, one more `pipeInput` for Kafka. It "
-             "moves event time past every window, so each system emits all of them; its own windows stay "
-             "open. It is part of the timed work in both (it releases the last windows).")
-    L.append("- **windowagg**: `spark.readStream.parquet(...)` with `maxFilesPerTrigger=1` (one file per "
-             "micro-batch, default trigger), no `withWatermark` (the grace on the definition sets the "
-             "watermark: the largest time seen minus the grace),")
-    L.append("")
-    L.append("  <!-- not run: a sketch of the benchmark's queries, which windowagg_query in "
-             "bench/kafka_compare.py builds -->")
-    L.append("  ```python")
-    L.append(f"  events.groupBy(\"k\", windowagg.window(\"ts\", SlidingWindows.of(\"{wl['size_s']} seconds\")"
-             f".grace(\"{int(wl['grace_s'] * 1000)} milliseconds\"), emit=\"final\"))")
-    L.append(f"  events.groupBy(\"k\", windowagg.window(\"ts\", SessionWindows.withInactivityGap(\"{wl['gap_s']} "
-             f"seconds\").grace(\"{int(wl['grace_s'] * 1000)} milliseconds\"), emit=\"final\"))")
-    L.append("        .agg(F.sum(\"v\"), F.count(\"v\"), F.max(\"v\"))   # append mode, noop sink")
-    L.append("  ```")
-    L.append("")
-    L.append(f"  at `{cfg['master']}` with {cfg['shuffle_partitions']} shuffle partition(s): one task thread and "
-             "one state store, as Kafka's driver has one thread and one partition. An untimed warm-up reads the "
-             f"first {res['args']['warmup_files']} files; each timed run starts from a fresh checkpoint and ends "
-             "after the trailing no-data micro-batch that emits the last windows "
-             "(`bench/harness.py`'s `run_stream`).")
-    L.append("- **Kafka Streams** (`bench/kafka-streams`, class `windowagg.bench.KafkaWindowBench`): a "
-             "`TopologyTestDriver` over")
-    L.append("")
-    L.append("  <!-- not run: Java, a sketch of bench/kafka-streams' topology -->")
-    L.append("  ```java")
-    L.append("  builder.stream(\"events\", Consumed.with(Serdes.String(), Serdes.Double())).groupByKey(...)")
-    L.append(f"      .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(ofSeconds({wl['size_s']}), "
-             f"ofMillis({int(wl['grace_s'] * 1000)})))        // or")
-    L.append(f"      .windowedBy(SessionWindows.ofInactivityGapAndGrace(ofSeconds({wl['gap_s']}), "
-             f"ofMillis({int(wl['grace_s'] * 1000)})))       // + a session merger")
-    L.append("      .aggregate(init, add, [merge,] Materialized.as(Stores.inMemoryWindowStore(...) | "
-             "inMemorySessionStore(...) | \"agg\" /* RocksDB */))")
-    L.append("      .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))")
-    L.append("      .toStream().to(\"windows\", ...);")
-    L.append("  ```")
-    L.append("")
     sliding_sum = next((r.get("sum_of_counts") for r in res["runs"] if r["system"] == "kafka"
                         and r["kind"] == "sliding" and r.get("timed") and r.get("complete")), None)
-    cl = "with" if res["args"].get("changelog") else "without"
-    ca = "with" if res["args"].get("caching") else "without"
-    L.append(f"  The aggregate is `count, sum, max` as three doubles; the stores run {cl} changelog topics and "
-             f"{ca} the record cache (`--changelog`, `--caching` turn them on). The driver keeps every record "
-             "produced to a changelog topic in memory (one per window update: as many as the windows' counts "
-             "sum to, " + (f"{sliding_sum:,} for the sliding windows here" if sliding_sum else "tens of millions for "
-                           "sliding windows") + "). It commits, and so flushes the cache, "
-             "after every input record, so the cache cannot absorb repeated updates as it would under a 30 s "
-             "commit interval, and its range scans copy the cached keys of the scanned range "
-             "(`NamedCache.keySetIterator`): in a trial while this benchmark was written (1,000 keys, the first "
-             "60,000 sliding events, not part of this run), the cache took the RocksDB store from 2,965 to "
-             "2,564 events/s and the in-memory store from 470 to 121 events/s. "
-             "The in-memory stores get the retention the DSL gives its default ones (2S + grace; gap + "
-             "grace). One JVM per run (`-Xmx" + res["args"]["kafka_heap"] + "`): an untimed warm-up pipes the "
-             f"events of the first {res['args']['warmup_files']} files (at most "
-             f"{res['args']['kafka_warmup_seconds']:.0f} s, see below) through a throwaway driver, then a fresh driver "
-             "pipes all events in chunks of 10,000; only `pipeInput` is timed (reading the output topic back "
-             "is not). Both caps (warm-up and timed run) stop a run after the chunk that takes it over the cap.")
-    L.append(f"- {res['args']['reps']} timed run(s) per system and cell (median). Before each timed run the "
-             "harness waits for the machine to be quiet; runs during which other processes used more than "
-             f"{res['args']['contended']} cores are counted as contended: "
-             + ", ".join(f"{KIND_LABEL[k]} windowagg {s['windowagg']['contended_runs'] if s['windowagg'] else 0}"
-                         + "".join(f", Kafka {st} {x['contended_runs']}" for st, x in s['kafka'].items())
-                         for k, s in S.items()) + ".")
-    L.append("")
-    L.append("## What this does and does not compare\n")
-    L.append("- Kafka's side runs without brokers: no network, no consumer polling, no producer batching or "
-             "compression, and, as set up here, no changelog topics (its fault tolerance). windowagg's side "
-             "includes Spark's per-micro-batch work (planning, scheduling, the Parquet scan, the state "
-             "store's commit to the checkpoint folder, which is its fault tolerance). Both sides exclude "
-             "JVM start-up.")
-    L.append("- Kafka's driver processes one record at a time and commits after each; a real Kafka Streams "
-             "application commits every 30 s and caches store writes in between. Micro-batches are "
-             "windowagg's natural unit.")
-    L.append("- One core each, but each JVM also has GC, JIT and (RocksDB) background threads; the CPU columns "
-             "count them.")
-    L.append("")
-    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
-        "bench/run-kafka-compare --quick          # smoke run: 50k events, 10 keys (a few minutes)",
-        "bench/run-kafka-compare                  # this page: 300k events, 1000 keys; log in "
-        "bench/results/kafka_compare-full.log",
-        f".venv/bin/python bench/kafka_compare.py --report {report.repo_rel(json_path)}   # re-render this page"])
+    values = {
+        "provenance": report.provenance("kafka_compare.py", [json_path], NOTES),
+        # the banners' lines end with the blank line after them
+        "banners": "\n".join(report.banners(res)),
+        "run_line": report.run_line(res, json_path, doc),
+        # only when some cell has both systems' numbers (a line of its own, so that it can drop)
+        "per_core": ("**Per core:** " + "; ".join(head) + ". Every system emitted the windows expected from the "
+                     "events (see [Window counts](#window-counts)).\n") if head else "",
+        "results_table": "\n".join(results_table),
+        "master": cfg["master"],
+        "kafka_thread_cpu": ", ".join(f"{x['cpu_seconds']:.1f} s ({KIND_LABEL[k]}, {STORE_LABEL[st]})"
+                                      for k, s in S.items() for st, x in s["kafka"].items()),
+        # only when a Kafka run stopped at its cap
+        "time_cap_bullet": (
+            f"- A Kafka run stops after the 10,000-event chunk that takes its piping time over "
+            f"{args['kafka_max_seconds']:.0f} s (`--kafka-max-seconds`); its rate then covers only the first "
+            "events, while its state was still filling up and its rate still falling (see the plot), so the ratio "
+            "is a lower bound (≥), and its windows are not all closed, so it has no window count."
+        ) if any(not x["complete"] for s in S.values() for x in s["kafka"].values()) else "",
+        "img_link": report.link(img, doc),
+        "window_counts_table": "\n".join(window_counts_table),
+        "ms_tick_cross_check": ms_tick_cross_check,
+        "tick_difference": tick_difference,
+        "windows_per_event": (f"{per_event[0]:.0f}" if per_event
+                              else f"about {wl['density'] * wl['size_s'] * 2:.0f}"),
+        "events_per_event_second": f"{rate:,.0f}",
+        "window_starts": f"{int(min(2 * wl['size_s'] * 1000, 2 * rate * 2 * wl['size_s'])):,}",
+        "machine_line": report.machine_line(m),
+        "shuffle_partitions": cfg["shuffle_partitions"],
+        "driver_memory": cfg["driver_memory"],
+        "jar_line": "- " + report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
+        "kafka_version": next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?"),
+        "kafka_java": next((r.get("java") for r in res["runs"] if r.get("java")), "?"),
+        "kafka_heap": args["kafka_heap"],
+        "events": f"{wl['events']:,}",
+        "keys": f"{wl['keys']:,}",
+        "density": f"{wl['density']:g}",
+        "jitter_ms": wl["jitter_ms"],
+        "size_s": wl["size_s"],
+        "gap_s": wl["gap_s"],
+        "grace_s": f"{wl['grace_s']:g}",
+        "grace_ms": int(wl["grace_s"] * 1000),
+        "mean_session": f"{wl['mean_session']:g}",
+        "files": wl["files"],
+        "warmup_files": args["warmup_files"],
+        "with_changelog": "with" if args.get("changelog") else "without",
+        "with_caching": "with" if args.get("caching") else "without",
+        "changelog_records": (f"{sliding_sum:,} for the sliding windows here" if sliding_sum
+                              else "tens of millions for sliding windows"),
+        "kafka_warmup_seconds": f"{args['kafka_warmup_seconds']:.0f}",
+        "reps": args["reps"],
+        "contended": args["contended"],
+        "contended_runs": ", ".join(
+            f"{KIND_LABEL[k]} windowagg {s['windowagg']['contended_runs'] if s['windowagg'] else 0}"
+            + "".join(f", Kafka {st} {x['contended_runs']}" for st, x in s["kafka"].items())
+            for k, s in S.items()),
+        "results_json": report.repo_rel(json_path),
+    }
+    report.render_page(doc, img, NOTES, values)
 
 
 def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:

@@ -4,12 +4,13 @@
     .venv/bin/python bench/report.py bench/results/<benchmark>-<tag>.json [more.json ...] [--doc PATH] [--img PATH]
 
 re-renders the page of the benchmark that wrote the file (its "benchmark" field names the script,
-whose rerender() holds the page's content; each script's --report does the same). The pieces every
-page shares live here:
+whose rerender() computes the page's values; each script's --report does the same). A page's prose
+is its notes file, bench/<benchmark>_notes.md, written by hand with {{name}} where results go;
+render_page fills it. The pieces every page shares live here:
 
-  page        provenance (the generated-by comment), run_line, banners (quick / unfinished run),
-              machine_line, jar_line, cpu_method, table, link, finish_page (the hand-written
-              observations, how to reproduce the page, the file)
+  page        render_page and fill (a notes file and its values), provenance (the generated-by
+              comment), run_line, banners (quick / unfinished run), machine_line, jar_line,
+              cpu_method, table, link
   numbers     fmt_num, fmt_seconds (a batch cell's median), bounded_ratio (with timeouts as bounds)
   plots       pyplot (matplotlib, pinned in dev/versions.sh, installed by dev/python-env), save,
               wall_cpu_panels (median wall and CPU time against a size, log-log, one line per competitor)
@@ -20,6 +21,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,16 +130,35 @@ def rerender_one(json_paths: list[Path], render, doc: Path, img: Path, summarize
     render(res, path, doc, img)
 
 
-def finish_page(doc: Path, img: Path, lines: list[str], notes_path: Path | None, heading: str,
-                commands: list[str]) -> None:
-    """Ends the page with its hand-written observations (bench/<benchmark>_notes.md, when the file
-    exists) and how to reproduce it (`heading`, then `commands` as a code block), and writes it."""
-    while lines and lines[-1] == "":
-        lines = lines[:-1]
-    if notes_path and notes_path.exists():
-        lines = [*lines, "", notes_path.read_text().strip()]
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def fill(template: str, values: dict, where: str = "template") -> str:
+    """`template` with every `{{name}}` replaced by `str(values[name])`. A placeholder alone on its
+    line whose value is empty takes its line with it (an optional block). A name the template uses
+    that `values` lacks, or a value the template never uses, is an error naming it, so that the
+    prose and the code that fills it cannot drift apart."""
+    used = set(_PLACEHOLDER.findall(template))
+    missing, unused = sorted(used - values.keys()), sorted(values.keys() - used)
+    if missing or unused:
+        raise SystemExit(f"{where}: placeholders without values: {missing or 'none'}; values without "
+                         f"placeholders: {unused or 'none'}")
+    out = []
+    for line in template.split("\n"):
+        alone = _PLACEHOLDER.fullmatch(line)
+        if alone and str(values[alone.group(1)]) == "":
+            continue
+        out.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), line))
+    return "\n".join(out)
+
+
+def render_page(doc: Path, img: Path, template: Path, values: dict) -> None:
+    """Writes the page `doc` from its notes file, `template` (bench/<benchmark>_notes.md: all of the
+    page's prose, written by hand, with `{{name}}` where the results go), filled with `values` (the
+    numbers, tables and lines the benchmark computed from its results; see `fill`)."""
+    text = fill(template.read_text(), values, repo_rel(template))
     doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join([*lines, "", heading, "", "```", *commands, "```"]) + "\n")
+    doc.write_text(text.rstrip("\n") + "\n")
     from harness import log
     log(f"wrote {doc} and {img}")
 

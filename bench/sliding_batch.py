@@ -21,7 +21,9 @@ benchmark's processes and of all other processes on the machine (from /proc), so
 shared the 2 cores with someone else's work are visible. Cells run targets-first (see --order).
 
 Results go to bench/results/sliding_batch-<tag>.json and .csv after every measurement (a partial
-run keeps what it measured); a full run then renders docs/benchmarks.md and its plot.
+run keeps what it measured); a full run then renders docs/benchmarks.md and its plot. The page's
+prose, all of it, is bench/sliding_batch_notes.md: a template with {{placeholders}} that render()
+fills with the numbers and tables computed from the results (report.render_page).
 
 Run from the repository root:  bench/run --quick     (smoke run, ~200k rows)
                                bench/run             (full run: 4M rows, 1000 keys)
@@ -431,63 +433,14 @@ def plot(res, path: Path):
 
 
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
+    """The page: its template, bench/sliding_batch_notes.md (all of its prose), filled with the
+    numbers and tables computed from `res`; and the plot."""
     plot(res, img)
     m, cfg, w, a = res["machine"], res["config"], res["workload"], res["args"]
     timeout = a["timeout"]
     targets = [p["target"] for p in res["points"]]
     pts = {p["target"]: p for p in res["points"]}
     comps = [c for c in COMPETITORS if any(x["competitor"] == c for x in res["cells"])]
-    L = ["# Benchmarks", "", report.provenance("sliding_batch.py", [json_path], NOTES), "",
-         "## Batch sliding windows: windowagg vs. Spark's built-in options", "", *report.banners(res),
-         report.run_line(res, json_path, doc), "",
-         "### Machine", "",
-         "- " + report.machine_line(m),
-         f"- Spark: `master={cfg['master']}`, `spark.driver.memory={cfg['spark.driver.memory']}` "
-         f"(max heap {m.get('driver_max_heap_gib')} GiB), "
-         f"`spark.sql.shuffle.partitions={cfg['spark.sql.shuffle.partitions']}`, "
-         f"AQE enabled = {cfg.get('spark.sql.adaptive.enabled')}, AQE partition coalescing = "
-         f"{cfg.get('spark.sql.adaptive.coalescePartitions.enabled', 'true (default)')} (off: every "
-         f"shuffle, the floor's included, has exactly {cfg['spark.sql.shuffle.partitions']} reduce tasks), "
-         f"everything else default"]
-    st = cfg.get("segment_tree_conf") or {}
-    if st:
-        L.append("- Segment-tree window frame settings in this Spark (defaults): " +
-                 ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`" for k, v in st.items()))
-    if cfg.get("windowagg_jar"):
-        L.append("- " + report.jar_line(cfg["windowagg_jar"], f", called through the {cfg.get('windowagg_via')}"))
-    L += ["", "### Method", "",
-          f"- Input: {w['rows']:,} rows, {w['keys']:,} keys (`k` int), {w['rows_per_key']:,} rows per key; "
-          f"`ts` TIMESTAMP with {w['density_per_s_per_key']:g} events per second per key "
-          f"(key k's i-th event at (i + u) / {w['density_per_s_per_key']:g} s, u uniform, millisecond "
-          f"precision, so each key spans {w['span_s_per_key']:.0f} s and its times are distinct); `v` double. "
-          f"Rows are shuffled, cached in {w.get('cached_partitions')} partitions and materialized "
-          f"before any timing; every competitor reads the same cached DataFrame in the same process.",
-          "- The rows per window are varied through the window size S alone (event density fixed). "
-          "S is chosen so that the *mean* window (the records in [t − S, t]) holds about the target "
-          "number of rows, correcting for the first S seconds of each key where windows are partial; "
-          "the measured means are in the table below.",
-          "- All competitors compute `sum(v)`, `count(v)`, `max(v)`:",
-          "  1. **windowagg**: `df.groupBy(\"k\", windowagg.window(\"ts\", SlidingWindows.of(S))).agg(...)`, "
-          "the full KIP-450 window set: per distinct time t a left window [t − S, t] and, when not empty, "
-          "a right window [t + 1 µs, t + 1 µs + S].",
-          "  2. **OVER RANGE (default)**: `... OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN "
-          "INTERVAL S PRECEDING AND CURRENT ROW)`, default configuration.",
-          "  3. **OVER RANGE (segment tree)**: the same query with "
-          "`spark.sql.window.segmentTree.enabled=true` (this config exists in Spark 4.3; default `false`).",
-          "  4. **hopping**: Spark's `window(ts, S, '1 second')` + `groupBy(k, window)`, which copies "
-          "each row into S / 1 s windows (not the same window set: one window per second of slide).",
-          "  5. **floor**: `df.repartition(4, \"k\").sortWithinPartitions(\"k\", \"ts\")`, i.e. the "
-          "shuffle and sort any sort-based sliding-window operator needs, with nothing computed.",
-          f"- Every result is consumed in full on the executors with `.write.format(\"noop\")`. Per cell: "
-          f"one untimed warm-up run, then {a['reps']} timed runs; the **median** is reported (cells with "
-          f"fewer runs say n=…: after a warm-up longer than {a['long_run']:.0f} s only one timed run "
-          f"was taken). A run longer than {timeout:.0f} s is cancelled and reported as timed out; that "
-          f"competitor is then not run at larger S.",
-          "- Output sizes differ and are not normalised: OVER returns one row per input row "
-          f"({w['rows']:,}); windowagg returns one row per window, about two per distinct time "
-          "(left + right windows, see below); the hopping query returns one row per (key, 1-second "
-          "slide) window; the floor writes the input rows.",
-          "", "### Window shapes per point", ""]
     shapes = []
     for t in targets:
         p = pts[t]
@@ -498,66 +451,63 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                            f"{p['max_rows_per_window']:,}"])
         else:
             shapes.append([f"{t:,}", f"{p['window_seconds']} s", "–", "–", "–", "–"])
-    L += report.table(["target rows/window", "S", "windowagg windows (left + right)",
-                       "mean rows per window, all windowagg windows", "mean rows per left window (= mean OVER frame)",
-                       "max rows in a window"], "rrrrrr", shapes)
-    L += ["", "### Results: median wall time, seconds", ""]
-    L += report.table(["competitor", *(f"~{t:,} rows/window (S = {pts[t]['window_seconds']} s)" for t in targets)],
-                      "l" + "r" * len(targets),
-                      [[LABELS[comp], *(fmt_time(cell(res, comp, t)) for t in targets)] for comp in comps])
+    # optional lines and paragraphs (the template has no conditionals): "" drops the placeholder's
+    # line; a paragraph brings the blank line after it
+    st = cfg.get("segment_tree_conf") or {}
+    segment_tree_line = ("- Segment-tree window frame settings in this Spark (defaults): " + ", ".join(
+        f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`" for k, v in st.items())) if st else ""
+    jar_line = ("- " + report.jar_line(cfg["windowagg_jar"], f", called through the {cfg.get('windowagg_via')}")
+                if cfg.get("windowagg_jar") else "")
     contended = [c for c in res["cells"] if c.get("contended_runs")]
+    contended_note = ""
     if contended:
-        L += ["", f"† At least one timed run of this cell shared the 2 cores with other processes on the "
-              f"machine (more than {a.get('contended', 0.2)} cores on average, measured from /proc"
-              + (f"; such runs were retried up to {a['retries']} times and the least contended attempt kept"
-                 if a.get("retries") else "; this run did not retry them") + "). "
-              "Those cells read high. Worst: " + ", ".join(
-                  f"{SHORT[c['competitor']]} @ ~{c['target']:,}: {c['contended_runs']} of "
-                  f"{len(c['times_s'])} runs, up to {c['max_foreign_cores']:.2f} cores"
-                  for c in sorted(contended, key=lambda c: -(c.get('max_foreign_cores') or 0))[:4]) + "."]
-    L += ["", "### Results: median CPU time, seconds", "",
-          "CPU seconds used by the benchmark's own processes during each timed run (driver JVM, which "
-          "runs the `local[2]` executors, plus Python; from /proc, so it includes JIT and GC threads). "
-          "Unlike wall time it hardly moves when other processes share the machine, so it is the fairer "
-          "basis for the ratios of any contended cell (†). It is not a substitute for wall time: an "
-          "operator that leaves a core idle shows it only in wall time.", ""]
-    L += report.table(["competitor", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
-                      [[LABELS[comp], *(report.fmt_num(cpu_median(res, cell(res, comp, t)), ".2f") for t in targets)]
-                       for comp in comps])
-    L += ["", "### Ratios", "",
-          "Each cell: ratio of median wall times, then (in parentheses) the ratio of median CPU times.", ""]
+        contended_note = (
+            f"† At least one timed run of this cell shared the 2 cores with other processes on the "
+            f"machine (more than {a.get('contended', 0.2)} cores on average, measured from /proc"
+            + (f"; such runs were retried up to {a['retries']} times and the least contended attempt kept"
+               if a.get("retries") else "; this run did not retry them") + "). "
+            "Those cells read high. Worst: " + ", ".join(
+                f"{SHORT[c['competitor']]} @ ~{c['target']:,}: {c['contended_runs']} of "
+                f"{len(c['times_s'])} runs, up to {c['max_foreign_cores']:.2f} cores"
+                for c in sorted(contended, key=lambda c: -(c.get('max_foreign_cores') or 0))[:4]) + ".\n")
+    spot_check = ""
+    if res.get("checks"):
+        spot_check = ("Correctness spot check (`--check`, untimed): windowagg's left windows compared with OVER "
+                      "RANGE's frames on 20 keys: " + "; ".join(
+                          f"S = {c['window_seconds']} s: {c.get('rows_checked', '?'):,} rows, "
+                          f"{c.get('mismatches', c.get('error'))} mismatches" for c in res["checks"]) + ".\n")
 
     def both(cx, cy):
         wt = fmt_ratio(ratio(cx, cy, res, "wall"), lower_bound_ratio(cx, cy, timeout, res, "wall"))
         c = ratio(cx, cy, res, "cpu")
         return wt if c is None else f"{wt} ({fmt_ratio(c)})"
 
-    rows = [[name, *(both(cell(res, x, t), cell(res, y, t)) for t in targets)]
-            for name, x, y in [("OVER RANGE default ÷ windowagg", "over_range", "windowagg"),
-                               ("OVER RANGE segment tree ÷ windowagg", "over_segtree", "windowagg"),
-                               ("hopping ÷ windowagg", "hopping", "windowagg"),
-                               ("windowagg ÷ sort floor", "windowagg", "sort_floor")]
-            if x in comps and y in comps]
+    ratios = [[name, *(both(cell(res, x, t), cell(res, y, t)) for t in targets)]
+              for name, x, y in [("OVER RANGE default ÷ windowagg", "over_range", "windowagg"),
+                                 ("OVER RANGE segment tree ÷ windowagg", "over_segtree", "windowagg"),
+                                 ("hopping ÷ windowagg", "hopping", "windowagg"),
+                                 ("windowagg ÷ sort floor", "windowagg", "sort_floor")]
+              if x in comps and y in comps]
     wa_lo, wa_hi = cell(res, "windowagg", targets[0]), cell(res, "windowagg", targets[-1])
-    rows.append([f"windowagg @ ~{targets[-1]:,} ÷ windowagg @ ~{targets[0]:,}", both(wa_hi, wa_lo),
-                 *[""] * (len(targets) - 1)])
-    L += report.table(["ratio", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets), rows)
-    L += ["", f"![time vs rows per window]({report.link(img, doc)})", "",
-          "### Targets", ""]   # the issue's targets, judged on wall time and on CPU time
+    ratios.append([f"windowagg @ ~{targets[-1]:,} ÷ windowagg @ ~{targets[0]:,}", both(wa_hi, wa_lo),
+                   *[""] * (len(targets) - 1)])
 
+    # the issue's targets (stated in the template's Targets table), judged on wall time and on CPU time
     def verdict(ok):
         return "**met**" if ok is True else ("**not met**" if ok is False else "not measured")
 
     near500 = min(targets, key=lambda t: abs(t - 500))
     c_over, c_wa = cell(res, "over_range", near500), cell(res, "windowagg", near500)
-    over, flat, floor = [], [], []
+    judged = {}  # the table's cells: {over,flat,floor}_{wall,cpu} and each one's _verdict
     for metric in ("wall", "cpu"):
         r = ratio(c_over, c_wa, res, metric)
         lb = lower_bound_ratio(c_over, c_wa, timeout, res, metric)
         v = r if r is not None else lb
-        over += [f"{fmt_ratio(r, lb)} at ~{near500:,}", verdict(None if v is None else v >= 10)]
+        judged[f"over_{metric}"] = f"{fmt_ratio(r, lb)} at ~{near500:,}"
+        judged[f"over_{metric}_verdict"] = verdict(None if v is None else v >= 10)
         f = ratio(wa_hi, wa_lo, res, metric)
-        flat += [f"{fmt_ratio(f)}", verdict(None if f is None else f <= 1.5)]
+        judged[f"flat_{metric}"] = fmt_ratio(f)
+        judged[f"flat_{metric}_verdict"] = verdict(None if f is None else f <= 1.5)
         worst, measured = None, 0
         for t in targets:
             q = ratio(cell(res, "windowagg", t), cell(res, "sort_floor", t), res, metric)
@@ -567,21 +517,50 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         ok = None if worst is None else worst <= 3
         if ok is True and measured < len(targets):
             ok = None  # not measured everywhere: only a failure can be stated
-        floor += [f"worst {fmt_ratio(worst)} ({measured} of {len(targets)} points)", verdict(ok)]
-    L += report.table(["target", "wall time", "verdict (wall)", "CPU time", "verdict (CPU)"], "lllll", [
-        ["full KIP-450 window set ≥ 10× faster than the default OVER RANGE frame at ~500 rows/window", *over],
-        ["windowagg at ~1500 rows/window ≤ 1.5× windowagg at ~10", *flat],
-        ["windowagg ≤ 3× the shuffle + sort floor (at every point)", *floor]])
-    L.append("")
-    if res.get("checks"):
-        L += ["Correctness spot check (`--check`, untimed): windowagg's left windows compared with OVER "
-              "RANGE's frames on 20 keys: " + "; ".join(
-                  f"S = {c['window_seconds']} s: {c.get('rows_checked', '?'):,} rows, "
-                  f"{c.get('mismatches', c.get('error'))} mismatches" for c in res["checks"]) + ".", ""]
-    report.finish_page(doc, img, L, NOTES, "### Reproduce", [
-        "WINDOWAGG_JAR=/path/to/windowagg.jar bench/run          # full run (this page); bench/run --quick for a smoke run",
-        "bench/run --help                                         # rows, keys, points, reps, timeout, competitors",
-        f".venv/bin/python bench/sliding_batch.py --report {report.repo_rel(json_path)}   # regenerate this page"])
+        judged[f"floor_{metric}"] = f"worst {fmt_ratio(worst)} ({measured} of {len(targets)} points)"
+        judged[f"floor_{metric}_verdict"] = verdict(ok)
+
+    report.render_page(doc, img, NOTES, {
+        "provenance": report.provenance("sliding_batch.py", [json_path], NOTES),
+        "banners": "\n".join(report.banners(res)),
+        "run_line": report.run_line(res, json_path, doc),
+        "machine": report.machine_line(m),
+        "master": cfg["master"],
+        "driver_memory": cfg["spark.driver.memory"],
+        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
+        "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
+        "aqe_enabled": cfg.get("spark.sql.adaptive.enabled"),
+        "aqe_coalescing": cfg.get("spark.sql.adaptive.coalescePartitions.enabled", "true (default)"),
+        "segment_tree_line": segment_tree_line,
+        "jar_line": jar_line,
+        "rows": f"{w['rows']:,}",
+        "keys": f"{w['keys']:,}",
+        "rows_per_key": f"{w['rows_per_key']:,}",
+        "density": f"{w['density_per_s_per_key']:g}",
+        "span": f"{w['span_s_per_key']:.0f}",
+        "cached_partitions": w.get("cached_partitions"),
+        "reps": a["reps"],
+        "long_run": f"{a['long_run']:.0f}",
+        "timeout": f"{timeout:.0f}",
+        "window_shapes_table": "\n".join(report.table(
+            ["target rows/window", "S", "windowagg windows (left + right)", "mean rows per window, all windowagg windows",
+             "mean rows per left window (= mean OVER frame)", "max rows in a window"], "rrrrrr", shapes)),
+        "wall_table": "\n".join(report.table(
+            ["competitor", *(f"~{t:,} rows/window (S = {pts[t]['window_seconds']} s)" for t in targets)],
+            "l" + "r" * len(targets),
+            [[LABELS[comp], *(fmt_time(cell(res, comp, t)) for t in targets)] for comp in comps])),
+        "contended_note": contended_note,
+        "cpu_table": "\n".join(report.table(
+            ["competitor", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
+            [[LABELS[comp], *(report.fmt_num(cpu_median(res, cell(res, comp, t)), ".2f") for t in targets)]
+             for comp in comps])),
+        "ratios_table": "\n".join(report.table(["ratio", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
+                                                ratios)),
+        "plot": report.link(img, doc),
+        **judged,
+        "spot_check": spot_check,
+        "results_file": report.repo_rel(json_path),
+    })
 
 
 def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:

@@ -29,6 +29,9 @@ JVM; local mode runs the tasks there) and the hottest frames of the executor thr
 Results: bench/results/sliding_streaming-<tag>.json, .csv (one row per run) and -batches.csv (one
 row per micro-batch); a full run (or --docs) renders docs/benchmarks-streaming.md and
 docs/img/sliding_streaming.png. Re-render from a results file: --report bench/results/....json
+The page's prose is in bench/sliding_streaming_notes.md, a template with {{placeholders}} that this
+script fills with the numbers and tables of the results (report.render_page); only the blocks that
+appear with their results (the cost ratios, the profile) carry their sentences here.
 The session, the runs' measurement and the result files are bench/harness.py's; the page's pieces
 and plot helpers bench/report.py's.
 
@@ -56,7 +59,7 @@ from harness import log  # noqa: E402
 
 DOC = report.DOCS / "benchmarks-streaming.md"
 IMG = report.DOCS / "img" / "sliding_streaming.png"
-NOTES = BENCH_DIR / "sliding_streaming_notes.md"
+NOTES = BENCH_DIR / "sliding_streaming_notes.md"  # the page: its prose, {{placeholders}} for the results
 
 COMPETITORS = ["windowagg", "tumbling", "hopping"]
 # windowagg's other kinds, each against its nearest Spark built-in (the same windows, or as many per event)
@@ -365,128 +368,92 @@ def render_plot(res: dict, img: Path) -> None:
 
 def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
     render_plot(res, img)
-    s, ratios, w, m, cfg = res["summary"], res["ratios"], res["workload"], res["machine"], res["config"]
-    L = ["# Streaming benchmark: sliding windows against Spark's tumbling and hopping windows", "",
-         report.provenance("sliding_streaming.py", [json_path], NOTES), "", *report.banners(res),
-         report.run_line(res, json_path, doc), ""]
-    L.append("## Targets\n")
-    L.append("- **Cost**: windowagg's sliding windows cost at most **1.5×** Spark's tumbling-window aggregation "
-             "(same events, same aggregates, same micro-batches).")
-    L.append("- **Throughput** (issue 11): windowagg's sliding windows reach at least the events/s of Spark's "
-             "hopping `window()` of the same size every tenth of it, on the same stream (which emits ten times "
-             "fewer rows); windowagg's other kinds take at most **1.5×** the time of the nearest Spark built-in.")
-    L.append("- **State**: the state rows stay flat over a long run (they follow the window size and the "
-             "watermark delay, not the number of events seen).\n")
-    L.append("## Machine\n")
-    L.append("- " + report.machine_line(m))
+    s, ratios, w, cfg = res["summary"], res["ratios"], res["workload"], res["config"]
     changelog = cfg.get("rocksdb_changelog")
     if changelog in (None, "<unknown>"):
         changelog = "not set (Spark's default)"
-    L.append(f"- Spark: `{cfg['master']}`, `spark.sql.shuffle.partitions={cfg['shuffle_partitions']}`, "
-             f"driver memory {cfg['driver_memory']}, state store `RocksDBStateStoreProvider` for every query "
-             f"(`rocksdb.changelogCheckpointing.enabled`: {changelog}), other RocksDB settings at their defaults")
-    if cfg.get("windowagg_jar"):
-        L.append("- " + report.jar_line(cfg["windowagg_jar"]))
-    L.append("")
-    L.append("## Method\n")
-    L.append(f"- Input: {w['rows']:,} events `(k INT, ts TIMESTAMP, v DOUBLE)` over {w['keys']:,} keys (uniform at "
-             f"random), {w['density']:g} events per second per key, in event-time order up to {w['jitter_ms']} ms "
-             f"of disorder; written once as {w['batches']} Parquet files of {w['rows_per_batch']:,} events "
-             f"({w['event_seconds_per_batch']:g} s of event time each).")
-    L.append("- Each query reads the files as a stream with `maxFilesPerTrigger=1` (one file per micro-batch, "
-             f"default trigger), `withWatermark(\"ts\", \"{w['grace_s']:g} seconds\")` (the disorder is below the "
-             "watermark delay, so no event is late), aggregates `sum(v)`, `count(v)`, `max(v)` per `k` and window, "
-             "and writes in append mode to the `noop` sink:")
-    L.append("")
-    L.append("  | competitor | query |")
-    L.append("  |---|---|")
-    L.append(f"  | `windowagg` | `groupBy(\"k\", windowagg.window(\"ts\", SlidingWindows.of(\"{w['size_s']} seconds\"), "
-             "emit=final))` (transformWithState) |")
-    L.append(f"  | `tumbling` | `groupBy(\"k\", window(\"ts\", \"{w['size_s']} seconds\"))` |")
-    L.append(f"  | `hopping` | `groupBy(\"k\", window(\"ts\", \"{w['size_s']} seconds\", \"{w['hop_ms']} milliseconds\"))` |")
-    for comp in OPT_IN:
-        if comp in s:
-            L.append(f"  | `{comp}` | {LABELS[comp]} (transformWithState) |")
-    L.append("")
-    warm_runs = f", then {w['warmup_runs']} time(s) over all files" if w.get("warmup_runs") else ""
-    L.append(f"- Each competitor first runs untimed on the first {w['warmup_batches']} files{warm_runs} (JIT warm-up); then "
-             f"{res['args']['reps']} timed run(s) each, interleaved, each from a fresh checkpoint; the median is "
-             "reported. A run ends when every file is read and the trailing no-data micro-batch (the last "
-             "watermark move) is done.")
-    L.append("- **Events per second** = events / sum of the micro-batches' `durationMs.triggerExecution` "
-             "(query progress, no-data batches included). **State rows** = `stateOperators[].numRowsTotal` after "
-             "each micro-batch, summed over the query's state operators. For windowagg (0.3.0 on) it counts every "
-             "row of its state variables: per key one block of up to 64 partial aggregates per state row (one "
-             "partial per distinct time still needed), one progress row (the `finalBefore` point, the timer, the "
-             "blocks' keys), and Spark's rows for the pending timer (and the timer index). For Spark's "
-             "aggregations it is one row per (key, open window).")
-    L.append("- Before each timed run the harness waits for the machine to be quiet and records the CPU other "
-             "processes took during the run (`/proc`); runs where that exceeded "
-             f"{res['args']['contended']} cores are marked *contended*.\n")
-    L.append("## Results\n")
-    L.append("| competitor | events/s (median) | processing s | CPU s | ms per micro-batch (median) | output rows | "
-             "state rows, 2nd quarter → last quarter (mean) | state rows max | state memory max | contended runs |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for comp in COMPETITORS + OPT_IN:
         x = s.get(comp)
         if x is None:
             continue
         st = x["state"]
         growth = "" if st["growth"] is None else f" ({st['growth']:+.1%})"
-        L.append(f"| `{comp}` | {report.fmt_num(x['events_per_s_median'])}"
-                 f"{' (timed out)' if x['timed_out'] else ''} | {x['processing_s_median']:.1f} | "
-                 f"{'–' if x.get('own_cpu_s_median') is None else format(x['own_cpu_s_median'], '.1f')} | "
-                 f"{x['ms_per_batch_median']:.0f} | {report.fmt_num(x['output_rows'])} | "
-                 f"{report.fmt_num(st['q2_mean'])} → {report.fmt_num(st['q4_mean'])}{growth} | {report.fmt_num(st['max'])} | "
-                 f"{x['state_memory_bytes_max'] / 2**20:.1f} MiB | {x['contended_runs']}/{x['runs']} |")
-    L.append("")
-    if ratios:
-        L.append("Cost of windowagg relative to Spark, per event: processing time (their events/s ÷ windowagg's "
-                 "events/s), and CPU time of the benchmark's processes (driver JVM, where local mode runs the "
-                 "tasks, and Python), which other load on the machine disturbs less:\n")
-        for other in ("tumbling", "hopping"):
-            if f"windowagg_vs_{other}" in ratios:
-                cpu = ratios.get(f"windowagg_vs_{other}_cpu")
-                L.append(f"- vs `{other}`: **{ratios[f'windowagg_vs_{other}']:.2f}×** processing time"
-                         + ("" if cpu is None else f", {cpu:.2f}× CPU time"))
-        for kind, built_in in NEAREST_BUILT_IN.items():
-            if f"{kind}_vs_{built_in}" in ratios:
-                L.append(f"- {LABELS[kind]} vs `{built_in}`: **{ratios[f'{kind}_vs_{built_in}']:.2f}×** processing time")
-        L.append("")
-    L.append(f"![State rows and processing time per micro-batch]({report.link(img, doc)})\n")
-    L.append("## Against the targets\n")
-    for line in res.get("verdict", []):
-        L.append(f"- {line}")
-    L.append("")
-    prof = res.get("profile")
-    if prof and not prof.get("error"):
-        L.append("## Where windowagg's time goes (profile)\n")
-        L.append(f"One extra windowagg run (not timed above) over the first {prof['run']['data_batches']} files "
-                 f"({prof['run']['events']:,} events) under Java Flight Recorder (`settings=profile`, sampled "
-                 f"through `jcmd` on the driver JVM, where local mode runs the tasks): "
-                 f"{prof['executor_samples']:,} samples of the executor task threads. Each sample counts for the "
-                 "category of the nearest frame, from the top of its stack, that falls in one:\n")
-        L.append("| category | share of samples |")
-        L.append("|---|---:|")
-        for c in prof["categories"]:
-            L.append(f"| {c['category']} | {c['share']:.1%} |")
-        L.append("")
-        L.append("Hottest frames (self time):\n")
-        L.append("| frame | share |")
-        L.append("|---|---:|")
-        for c in prof["top_self"][:12]:
-            L.append(f"| `{c['frame']}` | {c['share']:.1%} |")
-        L.append("")
-        L.append("windowagg, encoder and RocksDB frames by inclusive time (on the stack):\n")
-        L.append("| frame | share |")
-        L.append("|---|---:|")
-        for c in prof["top_inclusive"][:15]:
-            L.append(f"| `{c['frame']}` | {c['share']:.1%} |")
-        L.append("")
-    report.finish_page(doc, img, L, NOTES, "## Reproduce", [
-        "bench/run-streaming --quick          # smoke run: 200k events, 100 keys, 10 micro-batches",
-        "nohup bench/run-streaming > /dev/null 2>&1 &   # full run; log: bench/results/sliding_streaming-full.log",
-        f".venv/bin/python bench/sliding_streaming.py --report {report.repo_rel(json_path)}   # re-render this page"])
+        rows.append([f"`{comp}`", f"{report.fmt_num(x['events_per_s_median'])}{' (timed out)' if x['timed_out'] else ''}",
+                     f"{x['processing_s_median']:.1f}",
+                     "–" if x.get("own_cpu_s_median") is None else format(x["own_cpu_s_median"], ".1f"),
+                     f"{x['ms_per_batch_median']:.0f}", report.fmt_num(x["output_rows"]),
+                     f"{report.fmt_num(st['q2_mean'])} → {report.fmt_num(st['q4_mean'])}{growth}",
+                     report.fmt_num(st["max"]), f"{x['state_memory_bytes_max'] / 2**20:.1f} MiB",
+                     f"{x['contended_runs']}/{x['runs']}"])
+    # a value "" alone on its template line drops the line: the banners, the jar, the ratios, the profile
+    report.render_page(doc, img, NOTES, {
+        "provenance": report.provenance("sliding_streaming.py", [json_path], NOTES),
+        "banners": "\n".join(report.banners(res)),
+        "run_line": report.run_line(res, json_path, doc),
+        "machine": report.machine_line(res["machine"]),
+        "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"],
+        "driver_memory": cfg["driver_memory"], "rocksdb_changelog": changelog,
+        "jar": ("- " + report.jar_line(cfg["windowagg_jar"])) if cfg.get("windowagg_jar") else "",
+        "rows": f"{w['rows']:,}", "keys": f"{w['keys']:,}", "density": f"{w['density']:g}",
+        "jitter_ms": w["jitter_ms"], "batches": w["batches"], "rows_per_batch": f"{w['rows_per_batch']:,}",
+        "event_seconds_per_batch": f"{w['event_seconds_per_batch']:g}", "grace_s": f"{w['grace_s']:g}",
+        "size_s": w["size_s"], "hop_ms": w["hop_ms"],
+        "opt_in_queries": "\n".join(f"  | `{comp}` | {LABELS[comp]} (transformWithState) |"
+                                    for comp in OPT_IN if comp in s),
+        "warmup_batches": w["warmup_batches"],
+        "warmup_runs": f", then {w['warmup_runs']} time(s) over all files" if w.get("warmup_runs") else "",
+        "reps": res["args"]["reps"], "contended": res["args"]["contended"],
+        "results_table": "\n".join(report.table(
+            ["competitor", "events/s (median)", "processing s", "CPU s", "ms per micro-batch (median)", "output rows",
+             "state rows, 2nd quarter → last quarter (mean)", "state rows max", "state memory max", "contended runs"],
+            "lrrrrrrrrr", rows)),
+        "ratios": "\n".join(ratio_lines(ratios)),
+        "plot": report.link(img, doc),
+        "verdict": "\n".join(f"- {line}" for line in res.get("verdict", [])),
+        "profile": "\n".join(profile_lines(res.get("profile"))),
+        "json_path": report.repo_rel(json_path),
+    })
+
+
+def ratio_lines(ratios: dict) -> list[str]:
+    """windowagg's cost relative to Spark's built-ins, per event; none when the run had no pair to compare
+    (an optional block: its lead-in sentence goes with it)."""
+    if not ratios:
+        return []
+    L = ["Cost of windowagg relative to Spark, per event: processing time (their events/s ÷ windowagg's "
+         "events/s), and CPU time of the benchmark's processes (driver JVM, where local mode runs the "
+         "tasks, and Python), which other load on the machine disturbs less:", ""]
+    for other in ("tumbling", "hopping"):
+        if f"windowagg_vs_{other}" in ratios:
+            cpu = ratios.get(f"windowagg_vs_{other}_cpu")
+            L.append(f"- vs `{other}`: **{ratios[f'windowagg_vs_{other}']:.2f}×** processing time"
+                     + ("" if cpu is None else f", {cpu:.2f}× CPU time"))
+    for kind, built_in in NEAREST_BUILT_IN.items():
+        if f"{kind}_vs_{built_in}" in ratios:
+            L.append(f"- {LABELS[kind]} vs `{built_in}`: **{ratios[f'{kind}_vs_{built_in}']:.2f}×** processing time")
+    return [*L, ""]
+
+
+def profile_lines(prof: dict | None) -> list[str]:
+    """The profile's section: only when the run took one (--profile), so it is an optional block, its prose
+    with it."""
+    if not prof or prof.get("error"):
+        return []
+    L = ["## Where windowagg's time goes (profile)", "",
+         f"One extra windowagg run (not timed above) over the first {prof['run']['data_batches']} files "
+         f"({prof['run']['events']:,} events) under Java Flight Recorder (`settings=profile`, sampled "
+         f"through `jcmd` on the driver JVM, where local mode runs the tasks): "
+         f"{prof['executor_samples']:,} samples of the executor task threads. Each sample counts for the "
+         "category of the nearest frame, from the top of its stack, that falls in one:", ""]
+    L += report.table(["category", "share of samples"], "lr",
+                      [[c["category"], f"{c['share']:.1%}"] for c in prof["categories"]])
+    L += ["", "Hottest frames (self time):", ""]
+    L += report.table(["frame", "share"], "lr", [[f"`{c['frame']}`", f"{c['share']:.1%}"] for c in prof["top_self"][:12]])
+    L += ["", "windowagg, encoder and RocksDB frames by inclusive time (on the stack):", ""]
+    L += report.table(["frame", "share"], "lr",
+                      [[f"`{c['frame']}`", f"{c['share']:.1%}"] for c in prof["top_inclusive"][:15]])
+    return [*L, ""]
 
 
 def verdict(res: dict) -> list[str]:
