@@ -131,24 +131,39 @@ def rerender_one(json_paths: list[Path], render, doc: Path, img: Path, summarize
 
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_BLOCK = re.compile(r"\{\{([#/])(\w+)\}\}")
 
 
 def fill(template: str, values: dict, where: str = "template") -> str:
     """`template` with every `{{name}}` replaced by `str(values[name])`. A placeholder alone on its
-    line whose value is empty takes its line with it (an optional block). A name the template uses
-    that `values` lacks, or a value the template never uses, is an error naming it, so that the
-    prose and the code that fills it cannot drift apart."""
-    used = set(_PLACEHOLDER.findall(template))
+    line whose value is empty takes its line with it. Lines between `{{#name}}` and `{{/name}}`
+    (each alone on its line) are kept only when `values[name]` is true: prose that only some results
+    call for. A name the template uses that `values` lacks, or a value the template never uses, is
+    an error naming it, so that the prose and the code that fills it cannot drift apart."""
+    used = set(_PLACEHOLDER.findall(template)) | {name for _, name in _BLOCK.findall(template)}
     missing, unused = sorted(used - values.keys()), sorted(values.keys() - used)
     if missing or unused:
         raise SystemExit(f"{where}: placeholders without values: {missing or 'none'}; values without "
                          f"placeholders: {unused or 'none'}")
-    out = []
+    out, open_blocks = [], []  # open_blocks: (name, kept) of the blocks the current line is in
     for line in template.split("\n"):
+        block = _BLOCK.fullmatch(line)
+        if block and block.group(1) == "#":
+            open_blocks.append((block.group(2), bool(values[block.group(2)])))
+            continue
+        if block:
+            if not open_blocks or open_blocks[-1][0] != block.group(2):
+                raise SystemExit(f"{where}: {{{{/{block.group(2)}}}}} closes no open {{{{#{block.group(2)}}}}}")
+            open_blocks.pop()
+            continue
+        if not all(kept for _, kept in open_blocks):
+            continue
         alone = _PLACEHOLDER.fullmatch(line)
         if alone and str(values[alone.group(1)]) == "":
             continue
         out.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), line))
+    if open_blocks:
+        raise SystemExit(f"{where}: {{{{#{open_blocks[-1][0]}}}}} is never closed")
     return "\n".join(out)
 
 
