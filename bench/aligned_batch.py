@@ -56,8 +56,9 @@ Re-render the report:           .venv/bin/python bench/aligned_batch.py --report
                                 each section shown with its own run time and git commit)
 
 The page (docs/benchmarks-aligned.md) is bench/aligned_batch_notes.md filled in: that file holds all
-of the page's prose, written by hand, with {{name}} placeholders; render() computes their values
-from the results (numbers, tables, the lines of the inputs a run has) and report.render_page fills it.
+of the page's prose, written by hand, with {{name}} placeholders and a {{#name}} block per input line;
+render() computes their values from the results (numbers, tables, whether the run has each input) and
+report.render_page fills it.
 """
 from __future__ import annotations
 
@@ -626,6 +627,35 @@ def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
     render(load_results(json_paths), json_paths, doc, img)
 
 
+def input_values(res: dict) -> dict:
+    """The values of the page's input lines: `{{#<block>}}` keeps an input's line only when its sections
+    ran (the results have the input), and its numbers are "" when not (fill wants every value)."""
+    def line(block, key, **fields):
+        i = res.get(key)
+        return {block: bool(i), **{name: f(i) if i else "" for name, f in fields.items()}}
+
+    def num(field, spec=","):  # an input's field as the page shows it (spec "": as str())
+        return lambda i: format(i[field], spec)
+    return {
+        **line("hopping_input", "aligned_input", hop_rows=num("rows"), hop_keys=num("keys", ""),
+               hop_rows_per_key=num("rows_per_key"), hop_hours=lambda i: f"{i['span_s_per_key'] / 3600:g}",
+               hop_rows_per_second=num("rows_per_second_per_key", ".2f"), hop_ts_min=num("ts_min", ""),
+               hop_ts_max=num("ts_max", "")),
+        **line("dense_input", "dense_input", dense_rows=num("rows"), dense_keys=num("keys", ""),
+               dense_rows_per_key=num("rows_per_key"), dense_minutes=lambda i: f"{i['span_s_per_key'] / 60:g}"),
+        **line("cumulative_input", "cumulative_input", cum_rows=num("rows"), cum_keys=num("keys", ""),
+               cum_rows_per_key=num("rows_per_key"), cum_days=lambda i: f"{i['span_s_per_key'] / 86400:g}",
+               cum_ts_min=num("ts_min", ""), cum_ts_max=num("ts_max", "")),
+        **line("calendar_input", "calendar_input", cal_rows=num("rows"), cal_keys=num("keys", ""),
+               cal_rows_per_key=num("rows_per_key"), cal_years=num("years", "g"),
+               cal_rows_per_month=lambda i: f"{i['rows_per_key'] / (i['years'] * 12):.0f}",
+               cal_ts_min=num("ts_min", ""), cal_ts_max=num("ts_max", "")),
+        **line("sliding_input", "sliding_input", sliding_rows=num("rows"), sliding_keys=num("keys", ""),
+               sliding_window_s=num("window_seconds", ""), sliding_target=num("target_rows_per_window", "")),
+        **line("sessions_input", "sessions_input", session_rows=num("rows"), session_keys=num("keys", "")),
+    }
+
+
 def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     """The page: its prose is NOTES, filled with the values computed here from the results."""
     plot(res, img)
@@ -636,34 +666,6 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         separate_runs += [f"Section{'s' if len(secs) > 1 else ''} {', '.join(f'`{x}`' for x in secs)}: a separate run "
                           f"{run['started']} (git `{run['git_rev']}`, jar sha256 `{run['jar_sha256']}…`, same machine, "
                           f"session settings and method), results in [`{Path(p).name}`]({report.link(p, doc)}).", ""]
-    # an input's line only when its sections ran ("" drops the line)
-    ai, di, ci = res.get("aligned_input"), res.get("dense_input"), res.get("cumulative_input")
-    ka, si, se = res.get("calendar_input"), res.get("sliding_input"), res.get("sessions_input")
-    inputs = {
-        "hopping_input": (
-            f"- Hopping/tumbling input: {ai['rows']:,} rows, {ai['keys']} keys (`k` int), each key's "
-            f"{ai['rows_per_key']:,} events spread evenly over {ai['span_s_per_key'] / 3600:g} hours "
-            f"({ai['rows_per_second_per_key']:.2f} per second per key, random millisecond times), `v` double; "
-            f"ts {ai['ts_min']} .. {ai['ts_max']}. Aggregates: `sum(v)`, `count(1)`, `avg(v)`.") if ai else "",
-        "dense_input": (
-            f"- Dense hopping input: {di['rows']:,} rows, {di['keys']} keys, each key's {di['rows_per_key']:,} "
-            f"events over {di['span_s_per_key'] / 60:g} minutes: 100 per key in every 10-second slice.") if di else "",
-        "cumulative_input": (
-            f"- Cumulative input: {ci['rows']:,} rows, {ci['keys']} keys, each key's {ci['rows_per_key']:,} "
-            f"events spread over {ci['span_s_per_key'] / 86400:g} days (ts {ci['ts_min']} .. {ci['ts_max']}).") if ci else "",
-        "calendar_input": (
-            f"- Calendar input: {ka['rows']:,} rows, {ka['keys']} keys, each key's {ka['rows_per_key']:,} events "
-            f"spread evenly over {ka['years']:g} years (~{ka['rows_per_key'] / (ka['years'] * 12):.0f} rows per "
-            f"key and month; ts {ka['ts_min']} .. {ka['ts_max']}), `ts` TIMESTAMP, session time zone UTC; "
-            f"the zone cell uses `windows(ts, '{CAL_ZONE_SPEC}')`.") if ka else "",
-        "sliding_input": (
-            f"- Sliding regression input: `bench/sliding_batch.py`'s generator, {si['rows']:,} rows, "
-            f"{si['keys']} keys, 10 events/s/key, window S = {si['window_seconds']} s "
-            f"(~{si['target_rows_per_window']} rows per window).") if si else "",
-        "sessions_input": (
-            f"- Sessions regression input: `bench/sessions.py`'s generator, {se['rows']:,} rows, {se['keys']} "
-            "keys, sessions of 50 rows on average, gap 30 s.") if se else "",
-    }
     results = report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "shuffled (MB)",
                             "others (cores)", "contended runs"], "llrrrrrr", [
         [s, LABELS.get((s, comp), comp), report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
@@ -726,7 +728,8 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         "timeout": f"{args['timeout']:.0f}",
         "hop_timeout": f"{args.get('hop_timeout', args['timeout']):.0f}",
         "contended": args["contended"],
-        **inputs,
+        **input_values(res),
+        "cal_zone_spec": CAL_ZONE_SPEC,  # the calendar line quotes the spec the zone cell runs
         "results_table": "\n".join(results),
         "ratios_table": "\n".join(ratios),
         "both_directions_table": "\n".join(both),
