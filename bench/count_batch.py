@@ -433,7 +433,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     w_txt, c_txt = fr["median_s"][0], fr["median_cpu_s"][0]
     vw, vc = verdict(fr["median_s"], TARGET_FLAT), verdict(fr["median_cpu_s"], TARGET_FLAT)
     v = vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"
-    if any(c and c.get("contended_runs") for c in fl.values()):
+    if any(c and c.get("contended_runs") for c in fl.values()):  # within a table cell: no block can hold it
         v += " († other processes shared the cores during these runs: the wall times read high, the CPU ratio is " \
              "the steadier figure)"
     targets = [[f"windowagg time at N = {hi:,} ÷ at N = {lo:,} ≤ {TARGET_FLAT}×", f"{w_txt} wall, {c_txt} CPU", v]]
@@ -452,13 +452,8 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                         "not checked (--no-check)", "not measured"])
 
     pk = i["rows_per_key"]
+    # lengths longer than a key's rows: their windows never fill (the notes' {{#unfilled_windows}} block)
     short = [n for n in ns if n > pk]
-    # only when some windows never fill: what the length-independence target then measures
-    unfilled = "" if not short else (
-        f"- With {pk:,} rows per key, windows of N = {', '.join(f'{n:,}' for n in short)} rows never fill: "
-        "each is every row of its key up to the current one (mean frame sizes below). The windows are "
-        "still what the count window and the ROWS frame define; the comparison stands, but the "
-        f"length-independence target then measures buffers of up to {pk:,} rows, not {max(short):,}.")
 
     def row(nlab, mean, comp, c):
         par = ratio(c.get("median_cpu_s"), c.get("median_s")) if c["status"] == "ok" else None
@@ -492,7 +487,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                         f"{t['rows']:,}", mm(t), report.fmt_num(ck.get("frames_changed_by_reversed_tie_break"), ",")])
     ex = [(n, s, res["lengths"][str(n)]["check"][s]) for n in ns for s in ("windowagg", "window_agg_table")
           if (res["lengths"][str(n)].get("check") or {}).get(s, {}).get("mismatches")]
-    # each example a paragraph of its own: a blank line before it
+    # one paragraph per mismatch found (a list, so here, not in the notes), each with a blank line before it
     examples = "\n".join(f"\nExamples of mismatching rows, N = {n:,}, {s}: only in windowagg "
                          f"`{x.get('examples_only_in_windowagg')}`; only in OVER `{x.get('examples_only_in_over')}`."
                          for n, s, x in ex[:2])
@@ -531,7 +526,9 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "long_run": f"{a['long_run']:.0f}",
         "timeout": f"{a['timeout']:.0f}",
         "cpu_method": report.cpu_method(a["contended"]),
-        "unfilled_windows": unfilled,
+        "unfilled_windows": bool(short),
+        "unfilled_lengths": ", ".join(f"{n:,}" for n in short),
+        "longest_unfilled": f"{max(short):,}" if short else "",
         "results_table": "\n".join(report.table(
             ["N (rows)", "mean rows per window", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "others (cores)",
              "contended runs"], "rrlrrrrr", rows)),
