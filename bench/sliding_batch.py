@@ -451,31 +451,20 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                            f"{p['max_rows_per_window']:,}"])
         else:
             shapes.append([f"{t:,}", f"{p['window_seconds']} s", "–", "–", "–", "–"])
-    # optional lines and paragraphs (the template has no conditionals): "" drops the placeholder's
-    # line; a paragraph brings the blank line after it
+    # the notes file's optional lines and paragraphs ({{#name}} blocks) show when their value is not empty
     st = cfg.get("segment_tree_conf") or {}
-    segment_tree_line = ("- Segment-tree window frame settings in this Spark (defaults): " + ", ".join(
-        f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`" for k, v in st.items())) if st else ""
-    jar_line = ("- " + report.jar_line(cfg["windowagg_jar"], f", called through the {cfg.get('windowagg_via')}")
-                if cfg.get("windowagg_jar") else "")
-    contended = [c for c in res["cells"] if c.get("contended_runs")]
-    contended_note = ""
-    if contended:
-        contended_note = (
-            f"† At least one timed run of this cell shared the 2 cores with other processes on the "
-            f"machine (more than {a.get('contended', 0.2)} cores on average, measured from /proc"
-            + (f"; such runs were retried up to {a['retries']} times and the least contended attempt kept"
-               if a.get("retries") else "; this run did not retry them") + "). "
-            "Those cells read high. Worst: " + ", ".join(
-                f"{SHORT[c['competitor']]} @ ~{c['target']:,}: {c['contended_runs']} of "
-                f"{len(c['times_s'])} runs, up to {c['max_foreign_cores']:.2f} cores"
-                for c in sorted(contended, key=lambda c: -(c.get('max_foreign_cores') or 0))[:4]) + ".\n")
-    spot_check = ""
-    if res.get("checks"):
-        spot_check = ("Correctness spot check (`--check`, untimed): windowagg's left windows compared with OVER "
-                      "RANGE's frames on 20 keys: " + "; ".join(
-                          f"S = {c['window_seconds']} s: {c.get('rows_checked', '?'):,} rows, "
-                          f"{c.get('mismatches', c.get('error'))} mismatches" for c in res["checks"]) + ".\n")
+    segment_tree_settings = ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`" for k, v in st.items())
+    jar = report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else ""
+    contended = sorted((c for c in res["cells"] if c.get("contended_runs")),
+                       key=lambda c: -(c.get("max_foreign_cores") or 0))
+    contended_worst = ", ".join(
+        f"{SHORT[c['competitor']]} @ ~{c['target']:,}: {c['contended_runs']} of "
+        f"{len(c['times_s'])} runs, up to {c['max_foreign_cores']:.2f} cores" for c in contended[:4])
+    # a clause in mid-sentence: fill's blocks choose whole lines only
+    contended_retries = (f"; such runs were retried up to {a['retries']} times and the least contended attempt kept"
+                         if a.get("retries") else "; this run did not retry them")
+    spot_check = "; ".join(f"S = {c['window_seconds']} s: {c.get('rows_checked', '?'):,} rows, "
+                           f"{c.get('mismatches', c.get('error'))} mismatches" for c in res.get("checks") or [])
 
     def both(cx, cy):
         wt = fmt_ratio(ratio(cx, cy, res, "wall"), lower_bound_ratio(cx, cy, timeout, res, "wall"))
@@ -531,8 +520,9 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
         "aqe_enabled": cfg.get("spark.sql.adaptive.enabled"),
         "aqe_coalescing": cfg.get("spark.sql.adaptive.coalescePartitions.enabled", "true (default)"),
-        "segment_tree_line": segment_tree_line,
-        "jar_line": jar_line,
+        "segment_tree_settings": segment_tree_settings,
+        "jar": jar,
+        "windowagg_via": cfg.get("windowagg_via"),
         "rows": f"{w['rows']:,}",
         "keys": f"{w['keys']:,}",
         "rows_per_key": f"{w['rows_per_key']:,}",
@@ -549,7 +539,9 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
             ["competitor", *(f"~{t:,} rows/window (S = {pts[t]['window_seconds']} s)" for t in targets)],
             "l" + "r" * len(targets),
             [[LABELS[comp], *(fmt_time(cell(res, comp, t)) for t in targets)] for comp in comps])),
-        "contended_note": contended_note,
+        "contended_worst": contended_worst,
+        "contended_cores": a.get("contended", 0.2),
+        "contended_retries": contended_retries,
         "cpu_table": "\n".join(report.table(
             ["competitor", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
             [[LABELS[comp], *(report.fmt_num(cpu_median(res, cell(res, comp, t)), ".2f") for t in targets)]
