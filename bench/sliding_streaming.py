@@ -30,8 +30,8 @@ Results: bench/results/sliding_streaming-<tag>.json, .csv (one row per run) and 
 row per micro-batch); a full run (or --docs) renders docs/benchmarks-streaming.md and
 docs/img/sliding_streaming.png. Re-render from a results file: --report bench/results/....json
 The page's prose is in bench/sliding_streaming_notes.md, a template with {{placeholders}} that this
-script fills with the numbers and tables of the results (report.render_page); only the blocks that
-appear with their results (the cost ratios, the profile) carry their sentences here.
+script fills with the numbers and tables of the results (report.render_page); the paragraphs only
+some results call for (the cost ratios, the profile) are {{#name}} blocks there, chosen here.
 The session, the runs' measurement and the result files are bench/harness.py's; the page's pieces
 and plot helpers bench/report.py's.
 
@@ -386,7 +386,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                      f"{report.fmt_num(st['q2_mean'])} → {report.fmt_num(st['q4_mean'])}{growth}",
                      report.fmt_num(st["max"]), f"{x['state_memory_bytes_max'] / 2**20:.1f} MiB",
                      f"{x['contended_runs']}/{x['runs']}"])
-    # a value "" alone on its template line drops the line: the banners, the jar, the ratios, the profile
+    # a value "" alone on its template line drops the line (the banners); a false one drops its {{#block}}
     report.render_page(doc, img, NOTES, {
         "provenance": report.provenance("sliding_streaming.py", [json_path], NOTES),
         "banners": "\n".join(report.banners(res)),
@@ -394,7 +394,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         "machine": report.machine_line(res["machine"]),
         "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"],
         "driver_memory": cfg["driver_memory"], "rocksdb_changelog": changelog,
-        "jar": ("- " + report.jar_line(cfg["windowagg_jar"])) if cfg.get("windowagg_jar") else "",
+        "jar": report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
         "rows": f"{w['rows']:,}", "keys": f"{w['keys']:,}", "density": f"{w['density']:g}",
         "jitter_ms": w["jitter_ms"], "batches": w["batches"], "rows_per_batch": f"{w['rows_per_batch']:,}",
         "event_seconds_per_batch": f"{w['event_seconds_per_batch']:g}", "grace_s": f"{w['grace_s']:g}",
@@ -411,19 +411,15 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         "ratios": "\n".join(ratio_lines(ratios)),
         "plot": report.link(img, doc),
         "verdict": "\n".join(f"- {line}" for line in res.get("verdict", [])),
-        "profile": "\n".join(profile_lines(res.get("profile"))),
+        **profile_values(res.get("profile")),
         "json_path": report.repo_rel(json_path),
     })
 
 
 def ratio_lines(ratios: dict) -> list[str]:
-    """windowagg's cost relative to Spark's built-ins, per event; none when the run had no pair to compare
-    (an optional block: its lead-in sentence goes with it)."""
-    if not ratios:
-        return []
-    L = ["Cost of windowagg relative to Spark, per event: processing time (their events/s ÷ windowagg's "
-         "events/s), and CPU time of the benchmark's processes (driver JVM, where local mode runs the "
-         "tasks, and Python), which other load on the machine disturbs less:", ""]
+    """windowagg's cost relative to Spark's built-ins, per event, one line per pair the run compared; none
+    (and so no ratios block on the page) when it had no pair."""
+    L = []
     for other in ("tumbling", "hopping"):
         if f"windowagg_vs_{other}" in ratios:
             cpu = ratios.get(f"windowagg_vs_{other}_cpu")
@@ -432,28 +428,30 @@ def ratio_lines(ratios: dict) -> list[str]:
     for kind, built_in in NEAREST_BUILT_IN.items():
         if f"{kind}_vs_{built_in}" in ratios:
             L.append(f"- {LABELS[kind]} vs `{built_in}`: **{ratios[f'{kind}_vs_{built_in}']:.2f}×** processing time")
-    return [*L, ""]
+    return L
 
 
-def profile_lines(prof: dict | None) -> list[str]:
-    """The profile's section: only when the run took one (--profile), so it is an optional block, its prose
-    with it."""
+PROFILE_VALUES = ["profile_batches", "profile_events", "profile_samples", "profile_categories",
+                  "profile_top_self", "profile_top_inclusive"]
+
+
+def profile_values(prof: dict | None) -> dict:
+    """The profile block's values: `profile` chooses the block (only a run with --profile took one, and it
+    may have failed); without it its placeholders are "", since fill wants every one given."""
     if not prof or prof.get("error"):
-        return []
-    L = ["## Where windowagg's time goes (profile)", "",
-         f"One extra windowagg run (not timed above) over the first {prof['run']['data_batches']} files "
-         f"({prof['run']['events']:,} events) under Java Flight Recorder (`settings=profile`, sampled "
-         f"through `jcmd` on the driver JVM, where local mode runs the tasks): "
-         f"{prof['executor_samples']:,} samples of the executor task threads. Each sample counts for the "
-         "category of the nearest frame, from the top of its stack, that falls in one:", ""]
-    L += report.table(["category", "share of samples"], "lr",
-                      [[c["category"], f"{c['share']:.1%}"] for c in prof["categories"]])
-    L += ["", "Hottest frames (self time):", ""]
-    L += report.table(["frame", "share"], "lr", [[f"`{c['frame']}`", f"{c['share']:.1%}"] for c in prof["top_self"][:12]])
-    L += ["", "windowagg, encoder and RocksDB frames by inclusive time (on the stack):", ""]
-    L += report.table(["frame", "share"], "lr",
-                      [[f"`{c['frame']}`", f"{c['share']:.1%}"] for c in prof["top_inclusive"][:15]])
-    return [*L, ""]
+        return {"profile": False, **dict.fromkeys(PROFILE_VALUES, "")}
+
+    def frames(key: str, n: int) -> str:
+        return "\n".join(report.table(["frame", "share"], "lr",
+                                      [[f"`{c['frame']}`", f"{c['share']:.1%}"] for c in prof[key][:n]]))
+    return {
+        "profile": True,
+        "profile_batches": prof["run"]["data_batches"], "profile_events": f"{prof['run']['events']:,}",
+        "profile_samples": f"{prof['executor_samples']:,}",
+        "profile_categories": "\n".join(report.table(["category", "share of samples"], "lr",
+                                                     [[c["category"], f"{c['share']:.1%}"] for c in prof["categories"]])),
+        "profile_top_self": frames("top_self", 12), "profile_top_inclusive": frames("top_inclusive", 15),
+    }
 
 
 def verdict(res: dict) -> list[str]:
