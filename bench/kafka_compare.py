@@ -37,9 +37,9 @@ milliseconds and in windowagg's microseconds differ in one corner, explained in 
 
 Results: bench/results/kafka_compare-<tag>.json; a full run (or --docs) renders docs/benchmarks-kafka.md
 and docs/img/kafka_compare.png. The page's prose is bench/kafka_compare_notes.md: a template with
-{{placeholders}} that render_doc fills with the numbers and tables of the results (report.render_page);
-only the few paragraphs that some results leave out are built in render_doc. Re-render from a results
-file: --report bench/results/....json
+{{placeholders}} that render_doc fills with the numbers and tables of the results (report.render_page),
+and {{#name}} blocks for the paragraphs only some results call for. Re-render from a results file:
+--report bench/results/....json
 
 Run from the repository root:  bench/run-kafka-compare --quick   (smoke run: 50k events, 10 keys)
                                bench/run-kafka-compare           (full run: 300k events, 1000 keys)
@@ -475,8 +475,8 @@ def render_plot(res: dict, img: Path) -> None:
 
 
 def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
-    """The page: bench/kafka_compare_notes.md (all of its prose) filled with the numbers, tables and
-    result-dependent paragraphs computed here."""
+    """The page: bench/kafka_compare_notes.md (all of its prose) filled with the numbers and tables
+    computed here, and the flags that keep or drop its optional paragraphs."""
     render_plot(res, img)
     S, wl, m, cfg, args = res["summary"], res["workload"], res["machine"], res["config"], res["args"]
 
@@ -513,7 +513,9 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
          "final windows", "windowagg ÷ Kafka (events/s)", "Kafka ÷ windowagg (CPU per event)"],
         "llrrrrrrr", results_rows)
 
-    count_rows, ms_tick_cross_check, tick_difference = [], "", ""
+    # the sliding kind's two paragraphs under the window counts (dropped when it did not run or has no
+    # expected counts); their numbers default to "" so that the template has all of its values
+    count_rows, ms_tick, tick = [], {}, {}
     for kind, s in S.items():
         c = s["check"]
         e = c.get("expected") or {}
@@ -528,36 +530,20 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
             report.fmt_num(c.get("kafka_memory"), ",", "not all closed" if "memory" in s["kafka"] else "–"),
             report.fmt_num(c.get("kafka_rocksdb"), ",", "not all closed" if "rocksdb" in s["kafka"] else "–"),
             report.fmt_num(e.get("kafka"), ","), verdict])
-        # the two paragraphs below exist only when the sliding kind ran, so their text stays here: the
-        # template can drop a line only when it holds a placeholder alone (each value ends with the blank
-        # line after its paragraph)
         if kind == "sliding" and c.get("ms_tick"):
             mt = c["ms_tick"]
             wb = mt["windowagg_batch"]
             ks = [(st, mt[f"kafka_{st}"]) for st in s["kafka"] if f"kafka_{st}" in mt]
-            ms_tick_cross_check = (
-                "Cross-check with Kafka's tick: windowagg's batch `SlidingWindows` over the same events with the "
-                "time as an integral epoch-millisecond column (`time_unit=\"milliseconds\"`, a 1 ms tick) finds "
-                f"{wb['windows']:,} windows whose counts sum to {wb['sum_of_counts']:,}; "
-                + "; ".join(f"Kafka Streams with its {STORE_LABEL[st]}: {x['windows']:,} windows summing to "
-                            f"{report.fmt_num(x['sum_of_counts'], ',')}" for st, x in ks)
-                + (" — **identical**." if mt.get("equal") else " — **not identical**.") + "\n")
-        kafka_seen = [c.get(f"kafka_{st}") for st in s["kafka"] if c.get(f"kafka_{st}") is not None]
-        observed_diff = (f"{c['windowagg'] - kafka_seen[0]:,}" if kafka_seen and c.get("windowagg") is not None
-                         else "–")
+            ms_tick = {"windows": f"{wb['windows']:,}", "sum": f"{wb['sum_of_counts']:,}",
+                       "kafka": "; ".join(f"Kafka Streams with its {STORE_LABEL[st]}: {x['windows']:,} windows "
+                                          f"summing to {report.fmt_num(x['sum_of_counts'], ',')}" for st, x in ks),
+                       "verdict": "identical" if mt.get("equal") else "not identical"}
         if kind == "sliding" and e:
-            tick_difference = (
-                f"Sliding windows: windowagg emits **{observed_diff}** windows more than Kafka Streams "
-                f"({e['windowagg'] - e['kafka']:,} by the expected counts) — not a disagreement about the events "
-                "but about time's resolution. Both follow KIP-450 (per key, a left window `[t − S, t]` for each "
-                "distinct time t, and a right window one tick after p when the next event is at most S after "
-                "p), but a tick is 1 ms in Kafka and 1 µs for windowagg's TIMESTAMP column. Kafka's right window "
-                "of p, `[p + 1 ms, p + 1 ms + S]`, is the same window as the left window of an event at exactly "
-                "p + S + 1 ms, so Kafka counts them once; windowagg's right window `[p + 1 µs, p + 1 µs + S]` "
-                "holds the events in `(p, p + S]` and is a different window from `[p + 1 ms, p + S + 1 ms]`, "
-                f"so windowagg emits both. Among the {e['distinct_key_times']:,} distinct (key, time) pairs, "
-                f"{e['event_exactly_size_plus_1ms_after']:,} have an event exactly S + 1 ms later, "
-                f"{e['differ_by']:,} of them with another event in between: that is the difference, to the window.\n")
+            kafka_seen = [c.get(f"kafka_{st}") for st in s["kafka"] if c.get(f"kafka_{st}") is not None]
+            tick = {"observed": (f"{c['windowagg'] - kafka_seen[0]:,}"
+                                 if kafka_seen and c.get("windowagg") is not None else "–"),
+                    "expected": f"{e['windowagg'] - e['kafka']:,}", "key_times": f"{e['distinct_key_times']:,}",
+                    "size_plus_1ms": f"{e['event_exactly_size_plus_1ms_after']:,}", "differ_by": f"{e['differ_by']:,}"}
     window_counts_table = report.table(
         ["windows", "windowagg", "expected (windowagg)", "Kafka, in-memory", "Kafka, RocksDB", "expected (Kafka)",
          "equal?"], "lrrrrrl", count_rows)
@@ -572,24 +558,21 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         # the banners' lines end with the blank line after them
         "banners": "\n".join(report.banners(res)),
         "run_line": report.run_line(res, json_path, doc),
-        # only when some cell has both systems' numbers (a line of its own, so that it can drop)
-        "per_core": ("**Per core:** " + "; ".join(head) + ". Every system emitted the windows expected from the "
-                     "events (see [Window counts](#window-counts)).\n") if head else "",
+        # the per-core block: only when some cell has both systems' numbers
+        "per_core": "; ".join(head),
         "results_table": "\n".join(results_table),
         "master": cfg["master"],
         "kafka_thread_cpu": ", ".join(f"{x['cpu_seconds']:.1f} s ({KIND_LABEL[k]}, {STORE_LABEL[st]})"
                                       for k, s in S.items() for st, x in s["kafka"].items()),
-        # only when a Kafka run stopped at its cap
-        "time_cap_bullet": (
-            f"- A Kafka run stops after the 10,000-event chunk that takes its piping time over "
-            f"{args['kafka_max_seconds']:.0f} s (`--kafka-max-seconds`); its rate then covers only the first "
-            "events, while its state was still filling up and its rate still falling (see the plot), so the ratio "
-            "is a lower bound (≥), and its windows are not all closed, so it has no window count."
-        ) if any(not x["complete"] for s in S.values() for x in s["kafka"].values()) else "",
+        # the time-cap bullet: only when a Kafka run stopped at its cap
+        "time_cap": any(not x["complete"] for s in S.values() for x in s["kafka"].values()),
+        "kafka_max_seconds": f"{args['kafka_max_seconds']:.0f}",
         "img_link": report.link(img, doc),
         "window_counts_table": "\n".join(window_counts_table),
-        "ms_tick_cross_check": ms_tick_cross_check,
-        "tick_difference": tick_difference,
+        "ms_tick": bool(ms_tick),
+        **{f"ms_tick_{k}": ms_tick.get(k, "") for k in ("windows", "sum", "kafka", "verdict")},
+        "tick_difference": bool(tick),
+        **{f"tick_{k}": tick.get(k, "") for k in ("observed", "expected", "key_times", "size_plus_1ms", "differ_by")},
         "windows_per_event": (f"{per_event[0]:.0f}" if per_event
                               else f"about {wl['density'] * wl['size_s'] * 2:.0f}"),
         "events_per_event_second": f"{rate:,.0f}",
@@ -597,7 +580,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         "machine_line": report.machine_line(m),
         "shuffle_partitions": cfg["shuffle_partitions"],
         "driver_memory": cfg["driver_memory"],
-        "jar_line": "- " + report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
+        "jar_line": report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
         "kafka_version": next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?"),
         "kafka_java": next((r.get("java") for r in res["runs"] if r.get("java")), "?"),
         "kafka_heap": args["kafka_heap"],
