@@ -11,7 +11,7 @@ import scala.collection.mutable.ArrayBuffer
  * back is flipped into the front, oldest on top, and the front's suffix aggregates are built in the
  * pushed buffers themselves (they are owned by this structure and never needed individually again),
  * so a flip allocates nothing. A partial is merged at most once into the back's aggregate and at
- * most once into a suffix, and reading the aggregate costs at most two more merges.
+ * most once into a suffix, and reading the aggregate costs at most a copy and one more merge.
  *
  * Both merges are put off until the aggregate is read: a partial pushed and popped again before
  * any read (a cursor passing over windows nobody asks for) costs no merge at all.
@@ -61,8 +61,7 @@ final class FifoAggregator[P](agg: PartialAggregation[P]) {
     if (front.isEmpty) backAggregate
     else if (back.isEmpty) front.last
     else {
-      scratch = agg.reset(scratch)
-      scratch = agg.mergeInto(scratch, front.last)
+      scratch = agg.copyInto(scratch, front.last)
       scratch = agg.mergeInto(scratch, backAggregate)
       scratch
     }

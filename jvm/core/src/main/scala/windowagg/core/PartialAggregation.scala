@@ -19,4 +19,7 @@ trait PartialAggregation[P] {
 
   /** `buffer` emptied for reuse, or a new empty buffer. The old value must no longer be needed. */
   def reset(buffer: P): P = newEmpty()
+
+  /** `target` overwritten with `source`'s value (or a replacement of it, which is returned); `source` is untouched. */
+  def copyInto(target: P, source: P): P = mergeInto(reset(target), source)
 }

@@ -3,6 +3,8 @@ package windowagg.spark
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate._
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
+import org.apache.spark.sql.catalyst.trees.LeafLike
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.Platform
 
@@ -166,6 +168,14 @@ final class SparkAggregates(
     buffer
   }
 
+  // Fixed-width buffers are copied as bytes: no merge, no field boxed.
+  override def copyInto(target: InternalRow, source: InternalRow): InternalRow = (target, source) match {
+    case (to: UnsafeRow, from: UnsafeRow) if to.getBaseObject.isInstanceOf[Array[Byte]] && to.getBaseOffset == Platform.BYTE_ARRAY_OFFSET =>
+      to.copyFrom(from)
+      to
+    case _ => super.copyInto(target, source)
+  }
+
   /** Adds one input row (in time order), or with `partialsAt` one partial aggregate, to `buffer`. */
   def update(buffer: InternalRow, row: InternalRow): Unit = {
     if (hasDeclarative) {
@@ -258,6 +268,25 @@ final class SparkAggregates(
     buffer
   }
 
+  /** Fresh attributes for a buffer's fields, to place a buffer inside a wider row ([[resultExpressions]]). */
+  def newBufferAttributes(): Seq[Attribute] = bufferAttributes.map(_.newInstance())
+
+  /**
+   * The aggregates' values, in function order, as expressions over a row that holds a buffer's
+   * fields, named `buffer` (from [[newBufferAttributes]]), from its ordinal `at` on: declarative
+   * functions by their evaluate expressions, imperative ones by their `eval`. One projection can
+   * then write a whole output row, with no value boxed on the way.
+   */
+  def resultExpressions(buffer: Seq[Attribute], at: Int): Seq[Expression] = {
+    val rename: Map[ExprId, Attribute] = bufferAttributes.map(_.exprId).zip(buffer).toMap
+    bound.zip(offsets).map {
+      case (d: DeclarativeAggregate, _) =>
+        d.evaluateExpression.transform { case a: AttributeReference if rename.contains(a.exprId) => rename(a.exprId) }
+      case (i: ImperativeAggregate, offset) => ImperativeResult(i.withNewMutableAggBufferOffset(at + offset))
+      case (other, _) => throw new IllegalStateException(s"not a declarative or imperative aggregate: $other")
+    }
+  }
+
   /** The aggregates' values for `buffer`, in function order; the row is reused. */
   def result(buffer: InternalRow): InternalRow = {
     if (hasDeclarative) evaluate.target(resultRow)(buffer)
@@ -269,4 +298,15 @@ final class SparkAggregates(
     }
     resultRow
   }
+}
+
+/**
+ * An imperative aggregate's value, from its buffer inside the input row (where its buffer offset
+ * points). Not a `LeafExpression`, which the fallback from code generation would evaluate without the row.
+ */
+private final case class ImperativeResult(function: ImperativeAggregate)
+    extends Expression with LeafLike[Expression] with CodegenFallback {
+  override def dataType: DataType = function.dataType
+  override def nullable: Boolean = function.nullable
+  override def eval(input: InternalRow): Any = function.eval(input)
 }

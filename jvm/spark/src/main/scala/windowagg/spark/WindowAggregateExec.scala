@@ -5,7 +5,7 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
-import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, Distribution, Partitioning}
+import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, Distribution, Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.LongType
@@ -25,6 +25,9 @@ import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
  * The child gives rows, or with `partials` the partials aggregated before the shuffle
  * ([[AggregateBeforeShuffle]]): per (keys, partial time) a row count and the aggregates' buffers,
  * sorted by (keys, partial time), merged here as rows would be folded. `choice` says which, and why.
+ *
+ * Each window's output row is `result`: expressions of the keys, `windowStart`, `windowEnd` and the
+ * `aggregateOutput` (the aggregates' values), by default those columns themselves.
  */
 case class WindowAggregateExec(
     keys: Seq[Attribute],
@@ -40,23 +43,25 @@ case class WindowAggregateExec(
     windowStart: Attribute,
     windowEnd: Attribute,
     aggregateOutput: Seq[Attribute],
+    result: Seq[NamedExpression],
     partials: Option[AggregateBeforeShuffle.Partials],
     choice: AggregateBeforeShuffle.Choice,
     child: SparkPlan)
   extends UnaryExecNode {
 
-  override def output: Seq[Attribute] = keys ++ Seq(windowStart, windowEnd) ++ aggregateOutput
+  override def output: Seq[Attribute] = result.map(_.toAttribute)
 
   override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd) ++ aggregateOutput)
 
   // Partials carry the aggregates' buffers, not the columns the aggregates read.
   override lazy val references: AttributeSet = partials match {
-    case Some(p) => AttributeSet(keys ++ Seq(p.partialTime, p.rowCount))
+    case Some(p) => AttributeSet(keys ++ Seq(p.partialTime, p.rowCount) ++ result.flatMap(_.references))
     case None => super.references
   }
 
-  // Keys pass through unchanged, so the child's clustering by them still holds.
-  override def outputPartitioning: Partitioning = child.outputPartitioning
+  // Keys pass through unchanged, so the child's clustering by them holds while the result keeps them.
+  override def outputPartitioning: Partitioning =
+    if (keys.forall(outputSet.contains)) child.outputPartitioning else UnknownPartitioning(child.outputPartitioning.numPartitions)
 
   override def requiredChildDistribution: Seq[Distribution] =
     if (keys.isEmpty) AllTuples :: Nil else SparkInternals.clusteredDistribution(keys) :: Nil
@@ -82,7 +87,7 @@ case class WindowAggregateExec(
 
   override def simpleString(maxFields: Int): String =
     s"WindowAggregate '$spec' keys=${keys.mkString("[", ", ", "]")} " +
-      s"aggregates=${functions.map(_.sql).mkString("[", ", ", "]")} input=$choice"
+      s"aggregates=${functions.map(_.sql).mkString("[", ", ", "]")} output=${result.mkString("[", ", ", "]")} input=$choice"
 
   override lazy val metrics: Map[String, SQLMetric] = // names: WindowAggregateExec.metricNames
     Map("inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows")) ++
@@ -104,10 +109,12 @@ case class WindowAggregateExec(
     val gapOrdinal = if (partials.isDefined) None else gap.map(ordinal)
     val gapType = gap.map(_.dataType)
     val intakeTime = if (partials.isDefined) TimeColumn(LongType, None) else timeColumn
-    val (keys_, functions_, filters_, windows_, output_) = (keys, functions, filters, windows, output)
+    val (keys_, functions_, filters_, windows_) = (keys, functions, filters, windows)
     val rowWindows_ = rowWindows
-    val views_ = views.toArray
+    val views_ = views
     val withViews = views.exists(_ != WindowView.All)
+    val keysAndBounds = keys ++ Seq(windowStart, windowEnd)
+    val (aggregateOutput_, result_) = (aggregateOutput, result)
 
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
       val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition, countOrdinal.map(_ + 1))
@@ -118,11 +125,27 @@ case class WindowAggregateExec(
         case None => _ => 1L
       }
       val groups = new TimeGroups(rows, keyProjection, intake, rowCount, aggregates, counters, perRow = rowWindows_.isDefined)
-      val outputProjection = UnsafeProjection.create(output_.map(_.dataType).toArray)
-      val outputRow = new SpecificInternalRow(output_.map(_.dataType))
-      val keyTypes = keys_.map(_.dataType).toArray
-      val resultStart = keyTypes.length + 2
-      val resultTypes = functions_.map(_.dataType).toArray
+      // One projection writes each output row, `result`, from (key, bounds, the buffer of each view in use).
+      val bufferViews: Seq[WindowView.View] = if (withViews) Seq(WindowView.All, WindowView.New, WindowView.Expired) else Seq(WindowView.All)
+      val buffers = bufferViews.map(_ => aggregates.newBufferAttributes())
+      val resultsOf = bufferViews.zip(buffers).zipWithIndex.map { case ((view, buffer), i) =>
+        view -> aggregates.resultExpressions(buffer, keysAndBounds.length + i * buffer.length)
+      }.toMap
+      val valueOf: Map[ExprId, Expression] = aggregateOutput_.zip(views_).zipWithIndex.map { case ((attribute, view), i) =>
+        attribute.exprId -> resultsOf(view)(i)
+      }.toMap
+      val outputProjection = UnsafeProjection.create(
+        result_.map(_.transform { case a: Attribute if valueOf.contains(a.exprId) => valueOf(a.exprId) }),
+        keysAndBounds ++ buffers.flatten)
+      // per key: its key and the window bounds in one row, the bounds set in place per window
+      val keyAndBounds = UnsafeProjection.create(
+        keys_.zipWithIndex.map { case (k, i) => BoundReference(i, k.dataType, k.nullable) } ++ Seq(Literal(0L), Literal(0L)))
+      val startOrdinal = keys_.length
+      var prefix: UnsafeRow = null
+      // a single join of two rows (the buffers of several views joined among themselves)
+      val allAndNew = new JoinedRow
+      val viewBuffers = new JoinedRow(allAndNew, null)
+      val input = new JoinedRow(null, if (withViews) viewBuffers else null)
 
       new Iterator[InternalRow] {
         private var cursor: WindowCursor[InternalRow] = _
@@ -140,11 +163,8 @@ case class WindowAggregateExec(
                   rowCursor
                 case None => windows_.cursor(groups.partialsOfKey, aggregates)
               }
-              var i = 0
-              while (i < keyTypes.length) {
-                outputRow.update(i, groups.key.get(i, keyTypes(i)))
-                i += 1
-              }
+              prefix = keyAndBounds(groups.key)
+              input.withLeft(prefix)
             } else {
               groups.finish()
               return false
@@ -157,25 +177,14 @@ case class WindowAggregateExec(
           if (!hasNext) throw new NoSuchElementException
           ready = false
           // window bounds are longs internally for TIMESTAMP, TIMESTAMP_NTZ and BIGINT alike
-          outputRow.setLong(keyTypes.length, cursor.start)
-          outputRow.setLong(keyTypes.length + 1, cursor.end)
-          results(WindowView.All, cursor.aggregate)
+          prefix.setLong(startOrdinal, cursor.start)
+          prefix.setLong(startOrdinal + 1, cursor.end)
           if (withViews) {
-            results(WindowView.New, rowCursor.newRows)
-            results(WindowView.Expired, rowCursor.expiredRows)
-          }
+            allAndNew(cursor.aggregate, rowCursor.newRows)
+            viewBuffers.withRight(rowCursor.expiredRows)
+          } else input.withRight(cursor.aggregate)
           windowCount += 1
-          outputProjection(outputRow)
-        }
-
-        /** The values of the aggregates over `view`'s rows, from `buffer` (each evaluation reuses the result row). */
-        private def results(view: WindowView.View, buffer: InternalRow): Unit = {
-          val result = aggregates.result(buffer)
-          var i = 0
-          while (i < resultTypes.length) {
-            if (views_(i) == view) outputRow.update(resultStart + i, result.get(i, resultTypes(i)))
-            i += 1
-          }
+          outputProjection(input)
         }
       }
     }

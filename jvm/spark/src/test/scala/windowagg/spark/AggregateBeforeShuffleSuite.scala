@@ -5,6 +5,7 @@ import java.sql.Timestamp
 import scala.util.Random
 
 import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.execution.ProjectExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.windowagg.SparkInternals
@@ -17,7 +18,7 @@ import windowagg.functions.window
  * The planner's choice of aggregating before the shuffle in batch: when it does, why it says it
  * does or does not, what it ships, and that every kind's results and metrics are the same either way
  * over randomly partitioned input (one key's rows spread over many map tasks, duplicate times,
- * null times, times in no window).
+ * null times, times in no window); and that the projection over the aggregation is the operator's own.
  */
 class AggregateBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
 
@@ -111,5 +112,25 @@ class AggregateBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
       .map(_.metrics("shuffleRecordsWritten").value).sum
     assert(shuffled > 0 && shuffled <= 2 * 10 * 4, s"$shuffled partials shuffled")
     assert(windowagg.functions.metrics(out).get("inputRows") == 2000L)
+  }
+
+  test("the projection over the aggregation is the operator's output: keys, bounds and aggregates in expressions; declarative, imperative and typed aggregates") {
+    val df = events(4, 300, 600L)
+    val definition = SlidingWindows.of("30 seconds")
+    val fused = df.groupBy(col("k"), window(col("ts"), definition))
+      .agg((sum("v") * 2 + 1).as("x"), sort_array(collect_list("v")).as("vs"), max("v").as("hi"), approx_count_distinct("v").as("distinct"))
+      .select(upper(col("k")).as("key"), col("window.start").as("start"), col("x"), col("vs"), col("hi"), col("distinct"))
+    val got = fused.collect().map(r => (r.getString(0), r.getTimestamp(1), r.getLong(2), r.getSeq[Long](3), r.getLong(4), r.getLong(5))).toSet
+    val plan = SparkInternals.executedPlan(fused)
+    assert(SparkInternals.collectOperators(plan) { case p: ProjectExec => p }.isEmpty, plan.toString)
+    val plain = df.groupBy(col("k"), window(col("ts"), definition))
+      .agg(sum("v").as("s"), collect_list("v").as("vs"), max("v").as("hi"), approx_count_distinct("v").as("distinct")).collect()
+    val expected = plain.map(r => (r.getString(0).toUpperCase, r.getStruct(1).getTimestamp(0), r.getLong(2) * 2 + 1,
+      r.getSeq[Long](3).sorted, r.getLong(4), r.getLong(5))).toSet
+    assert(got.nonEmpty && got == expected)
+    // a nondeterministic projection stays Spark's own, over the operator's plain output
+    val withRandom = df.groupBy(col("k"), window(col("ts"), definition)).agg(sum("v").as("s")).select(col("s"), rand(1).as("r"))
+    assert(withRandom.collect().length == plain.length)
+    assert(SparkInternals.collectOperators(SparkInternals.executedPlan(withRandom)) { case p: ProjectExec => p }.nonEmpty)
   }
 }
