@@ -51,7 +51,7 @@ cores are marked contended.
 
 Run from the repository root:   bench/run-aligned --quick     (~200k rows, a few minutes)
                                 bench/run-aligned             (full: 2M rows; see bench/README.md)
-Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-preagg.json
+Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-fused.json
                                 (several files: later files' sections replace/add to the first's,
                                 each section shown with its own run time and git commit)
 
