@@ -136,16 +136,9 @@ final class SparkAggregates(
 
   private val joined = new JoinedRow
 
-  private val evaluate: MutableProjection = {
-    val exprs = bound.map {
-      case d: DeclarativeAggregate => d.evaluateExpression
-      case _ => NoOp // filled by eval() below
-    }
-    MutableProjection.create(exprs, bufferAttributes)
-  }
-  private val resultRow = new SpecificInternalRow(bound.map(_.dataType))
-  private val imperativeResults: Array[(Int, ImperativeAggregate)] =
-    bound.zipWithIndex.collect { case (f: ImperativeAggregate, i) => (i, f) }.toArray
+  // the aggregates' values over a buffer alone, for `result`
+  private lazy val evaluate: MutableProjection = MutableProjection.create(resultExpressions(bufferAttributes, 0), bufferAttributes)
+  private lazy val resultRow = new SpecificInternalRow(bound.map(_.dataType))
 
   /**
    * Whether every buffer field has a fixed width, so a buffer can be an UnsafeRow updated in place:
@@ -288,16 +281,7 @@ final class SparkAggregates(
   }
 
   /** The aggregates' values for `buffer`, in function order; the row is reused. */
-  def result(buffer: InternalRow): InternalRow = {
-    if (hasDeclarative) evaluate.target(resultRow)(buffer)
-    var i = 0
-    while (i < imperativeResults.length) {
-      val (index, f) = imperativeResults(i)
-      resultRow.update(index, f.eval(buffer))
-      i += 1
-    }
-    resultRow
-  }
+  def result(buffer: InternalRow): InternalRow = evaluate.target(resultRow)(buffer)
 }
 
 /**

@@ -111,10 +111,9 @@ case class WindowAggregateExec(
     val intakeTime = if (partials.isDefined) TimeColumn(LongType, None) else timeColumn
     val (keys_, functions_, filters_, windows_) = (keys, functions, filters, windows)
     val rowWindows_ = rowWindows
-    val views_ = views
     val withViews = views.exists(_ != WindowView.All)
     val keysAndBounds = keys ++ Seq(windowStart, windowEnd)
-    val (aggregateOutput_, result_) = (aggregateOutput, result)
+    val (aggregateOutput_, views_, result_) = (aggregateOutput, views, result)
 
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
       val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition, countOrdinal.map(_ + 1))
@@ -138,7 +137,7 @@ case class WindowAggregateExec(
         result_.map(_.transform { case a: Attribute if valueOf.contains(a.exprId) => valueOf(a.exprId) }),
         keysAndBounds ++ buffers.flatten)
       // per key: its key and the window bounds in one row, the bounds set in place per window
-      val keyAndBounds = UnsafeProjection.create(
+      val prefixOf = UnsafeProjection.create(
         keys_.zipWithIndex.map { case (k, i) => BoundReference(i, k.dataType, k.nullable) } ++ Seq(Literal(0L), Literal(0L)))
       val startOrdinal = keys_.length
       var prefix: UnsafeRow = null
@@ -163,7 +162,7 @@ case class WindowAggregateExec(
                   rowCursor
                 case None => windows_.cursor(groups.partialsOfKey, aggregates)
               }
-              prefix = keyAndBounds(groups.key)
+              prefix = prefixOf(groups.key)
               input.withLeft(prefix)
             } else {
               groups.finish()

@@ -53,8 +53,7 @@ class IdleKeyExpirySuite extends AnyFunSuite with SparkSessionFixture {
       // c keeps sending rows, a and b send none: 11 minutes later a and b are idle, c is not
       Seq(("c", 5 * minute, 200L)),
       Seq(("c", 11 * minute, 300L)),
-      // a comes back: its earlier two rows are gone, so its first window is of these three (kept, the
-      // earlier two and the first of these would have made it: 7)
+      // a comes back: its earlier two rows are gone, so its first window is of these three
       Seq(("a", 20 * minute, 4L), ("a", 20 * minute + second, 8L), ("a", 20 * minute + 2 * second, 16L),
         ("b", 20 * minute, 40L))))
     val windows = out.where(col("late_reason").isNull).select("k", "s").collect().map(r => (r.getString(0), r.getLong(1))).toSet
@@ -62,6 +61,15 @@ class IdleKeyExpirySuite extends AnyFunSuite with SparkSessionFixture {
     val expired = out.where(col("late_reason") === "expired").groupBy("k").count().collect().map(r => (r.getString(0), r.getLong(1))).toMap
     assert(expired == Map("a" -> 2L), "a's first two rows; b's window took all of its rows; c was never idle")
     assert(observed(query, "expired_rows") == 2L)
+  }
+
+  test("without expireIdleKeys the same rows wait for their window: a's first window joins old and new rows") {
+    val (out, _) = run("keep_count", CountWindows.tumbling(3), Map.empty, "append", Seq(
+      Seq(("a", 0L, 1L), ("a", second, 2L)),
+      Seq(("c", 11 * minute, 300L)),
+      Seq(("a", 20 * minute, 4L), ("a", 20 * minute + second, 8L), ("a", 20 * minute + 2 * second, 16L))))
+    val windows = out.where(col("late_reason").isNull).select("k", "s").collect().map(r => (r.getString(0), r.getLong(1))).toSet
+    assert(windows == Set(("a", 7L)), "rows 1, 2 and 4 make a's first window; 8 and 16 wait")
   }
 
   test("duration windows every n rows: an idle key counts its rows afresh") {
