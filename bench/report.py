@@ -32,7 +32,7 @@ DOCS = REPO / "docs"
 sys.path.insert(0, str(BENCH_DIR))
 
 # the "benchmark" field of a results file -> the script that renders its page
-SCRIPTS = ["sliding_batch", "aligned_batch", "count_batch", "sliding_streaming", "sessions", "kafka_compare"]
+SCRIPTS = ["sliding_batch", "aligned_batch", "count_batch", "table_windows", "sliding_streaming", "sessions", "kafka_compare"]
 
 
 # ------------------------------------------------------------------------------ page pieces

@@ -31,6 +31,9 @@ def queries(spark):
 
     df = events(spark)
     df.createOrReplaceTempView("connect_events")
+    periods = spark.createDataFrame([(0, 1800), (600, 4000), (3000, 3300)], "s long, e long").select(
+        F.timestamp_seconds("s").alias("start"), F.timestamp_seconds("e").alias("end")
+    )
     definitions = {
         "sliding": w.SlidingWindows.of("10 minutes"),
         "session": w.SessionWindows.withInactivityGap("5 minutes"),
@@ -42,6 +45,7 @@ def queries(spark):
         "count": w.CountWindows.of(5).slide(2).tieBreak("seq"),
         "duration": w.DurationWindows.of("20 minutes").every("10 minutes"),
         "custom": w.CustomWindows.of(FISCAL, firstMonth=2),
+        "table": w.TableWindows.of(periods),
     }
     bounds = [F.unix_micros("window.start").alias("start"), F.unix_micros("window.end").alias("end")]
     out = {}

@@ -29,6 +29,7 @@ from windowagg import (
     DurationWindows,
     SessionWindows,
     SlidingWindows,
+    TableWindows,
     TimeWindows,
     UnlimitedWindows,
     window,
@@ -149,6 +150,8 @@ BUILDERS = {
     "grace": lambda s: SlidingWindows.of("1 minute").grace(s),
     "CustomWindows.of": lambda s: CustomWindows.of(s),
     "CustomWindows.of(params)": lambda s: CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=s),
+    "TableWindows.of": lambda s: TableWindows.of(s),
+    "TableWindows.of(start)": lambda s: TableWindows.of("bad_input_periods", start=s),
 }
 
 

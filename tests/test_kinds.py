@@ -27,6 +27,7 @@ from windowagg import (
     DurationWindows,
     SessionWindows,
     SlidingWindows,
+    TableWindows,
     TimeWindows,
     UnlimitedWindows,
     window,
@@ -126,6 +127,12 @@ DEFINITIONS = [
     (lambda: SlidingWindows.of("10 minutes").grace("1 s"), "sliding 10 minutes grace 1 second", None),
     (lambda: SessionWindows.withInactivityGap(300), "session gap 300", None),
     (lambda: SessionWindows.withDynamicGap("gap_s"), "session gap column gap_s", None),
+    (lambda: TableWindows.of("periods"), "table periods", "TableWindows.of(periods, start, end)"),
+    (
+        lambda: TableWindows.of(" db.periods ", start="opens", end="closes").grace("1 day"),
+        "table db.periods columns opens, closes grace 1 day",
+        None,
+    ),
 ]
 
 
@@ -876,3 +883,71 @@ def test_bad_specs_in_sql_raise_analysis_exception(spark, small, spec, phrase):
     with pytest.raises(AnalysisException) as info:
         spark.sql(f"SELECT * FROM window_agg(TABLE(kinds_small) PARTITION BY k ORDER BY (ts), '{spec}', 'count(1) AS n')")
     assert phrase in str(info.value)
+
+
+# --- windows given as a table --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
+def test_table_windows_equal_the_range_join_a_user_writes(spark, kind):
+    """Overlapping windows of many sizes from a DataFrame, against events JOIN periods ON ts >= start
+    AND ts < end and a GROUP BY; identical rows of the table are one window."""
+    rnd = random.Random(3)
+    starts = [rnd.randrange(0, 86_400) for _ in range(80)]
+    periods = spark.createDataFrame(
+        [(s, s + rnd.randrange(60, 7_200)) for s in starts] + [(starts[0], starts[0] + 60)] * 2, "s long, e long"
+    ).select(F.timestamp_seconds("s").cast(kind).alias("start"), F.timestamp_seconds("e").cast(kind).alias("end"))
+    events = spark.createDataFrame(
+        [(f"k{rnd.randrange(5)}", rnd.randrange(-600, 87_000), rnd.randrange(100)) for _ in range(3_000)],
+        "k string, t long, v long",
+    ).select("k", F.timestamp_seconds("t").cast(kind).alias("ts"), "v")
+    got = events.groupBy("k", window("ts", TableWindows.of(periods))).agg(
+        F.sum("v").alias("s"), F.count("*").alias("n")
+    ).select("k", "window.start", "window.end", "s", "n")
+    distinct = periods.distinct()
+    expected = events.join(distinct, (events.ts >= distinct.start) & (events.ts < distinct.end)).groupBy(
+        "k", "start", "end"
+    ).agg(F.sum("v").alias("s"), F.count("*").alias("n"))
+    rows = sorted(got.collect())
+    assert len(rows) > 200
+    assert rows == sorted(expected.collect())
+    in_no_window = events.count() - events.join(distinct, (events.ts >= distinct.start) & (events.ts < distinct.end), "left_semi").count()
+    assert windowagg.metrics(got)["unwindowedRows"] == in_no_window > 0
+
+
+def test_table_windows_by_name_in_sql_and_from_python(spark):
+    spark.sql(
+        "SELECT * FROM VALUES (TIMESTAMP'2024-01-01 00:00:00', TIMESTAMP'2024-01-01 00:10:00'), "
+        "(TIMESTAMP'2024-01-01 00:05:00', TIMESTAMP'2024-01-01 00:20:00') AS t(opens, closes)"
+    ).createOrReplaceTempView("kinds_periods")
+    events = spark.sql(
+        "SELECT * FROM VALUES ('a', TIMESTAMP'2024-01-01 00:01:00', 1), ('a', TIMESTAMP'2024-01-01 00:06:00', 2), "
+        "('a', TIMESTAMP'2024-01-01 00:30:00', 4) AS t(k, ts, v)"
+    )
+    events.createOrReplaceTempView("kinds_events")
+    definition = TableWindows.of("kinds_periods", start="opens", end="closes")
+    assert definition.table == "kinds_periods" and definition.start_column == "opens" and definition.end_column == "closes"
+    sql = spark.sql(
+        f"SELECT window.start, window.end, sum(v) AS s FROM kinds_events GROUP BY k, windows(ts, '{definition.spec}')"
+    )
+    api = events.groupBy("k", window("ts", definition)).agg(F.sum("v").alias("s")).select("window.start", "window.end", "s")
+    expected = [
+        (datetime.datetime(2024, 1, 1, 0, 0), datetime.datetime(2024, 1, 1, 0, 10), 3),
+        (datetime.datetime(2024, 1, 1, 0, 5), datetime.datetime(2024, 1, 1, 0, 20), 2),
+    ]
+    assert sorted(tuple(r) for r in sql.collect()) == sorted(tuple(r) for r in api.collect()) == expected
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: TableWindows.of(42), TypeError, r"a DataFrame or a table name \(a str\), not int"),
+        (lambda: TableWindows.of(" "), ValueError, "table name of table windows must not be empty"),
+        (lambda: TableWindows.of("t", start=1), TypeError, "start column of table windows must be a column name"),
+        (lambda: TableWindows.of("t", end=""), ValueError, "end column of table windows must not be empty"),
+        (lambda: TableWindows.of("t").grace(5), TypeError, "a grace period must be a str"),
+    ],
+)
+def test_table_windows_arguments_of_the_wrong_type_or_value(make, error, message):
+    with pytest.raises(error, match=message):
+        make()

@@ -46,7 +46,9 @@ The kinds of windows, each a definition passed to :func:`window`:
   (``DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds")``);
 - :class:`CustomWindows`: a user's own JVM class implementing
   ``windowagg.EnumerableWindowDefinition`` (KIP-645), named with its parameters
-  (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``).
+  (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``);
+- :class:`TableWindows`: windows given as data, one per row of a table, view or DataFrame
+  (``TableWindows.of(campaign_periods, start="opens", end="closes")``).
 
 On a streaming DataFrame the same grouping works with a watermark (``withWatermark`` on the time
 column, or ``.grace(g)`` on the definition, ``.lag(l)`` for Storm's kinds);
@@ -71,6 +73,7 @@ from windowagg.windows import (
     DurationWindows,
     SessionWindows,
     SlidingWindows,
+    TableWindows,
     TimeWindows,
     UnlimitedWindows,
     WindowDefinition,
@@ -85,6 +88,7 @@ __all__ = [
     "DurationWindows",
     "SessionWindows",
     "SlidingWindows",
+    "TableWindows",
     "TimeWindows",
     "UnlimitedWindows",
     "WindowDefinition",

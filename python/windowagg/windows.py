@@ -11,6 +11,7 @@ short class here: its factories and builders, each recording its call.
 import datetime
 import difflib
 import re
+import uuid
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from windowagg import _jvm
@@ -1030,6 +1031,96 @@ class CustomWindows(WindowDefinition):
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
 
         :returns: a new :class:`CustomWindows`; this one is unchanged.
+        """
+        _check_grace(grace)
+        return self._then("grace", grace)
+
+
+class TableWindows(WindowDefinition):
+    """Windows given as data: each row of a table, view or DataFrame is a window ``[start, end)``.
+    Campaign periods, trading sessions, shift rosters, maintenance windows: windows may overlap,
+    nest and differ in size, and a time in none of them is in no window (counted, never dropped
+    silently). It computes what ``events JOIN periods ON ts >= start AND ts < end`` followed by a
+    ``GROUP BY`` does, without the join: the windows' bounds cut time into slices, each key keeps one
+    partial aggregate per slice, and each window combines its slices.
+
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import TableWindows, window
+    >>> campaigns = spark.createDataFrame(
+    ...     [("2024-01-01", "2024-02-01"), ("2024-01-15", "2024-01-22")], "start STRING, end STRING"
+    ... ).select(F.to_timestamp("start").alias("start"), F.to_timestamp("end").alias("end"))
+    >>> sales = spark.createDataFrame(
+    ...     [("2024-01-10 12:00:00", 10), ("2024-01-16 12:00:00", 20), ("2024-02-03 12:00:00", 40)],
+    ...     "ts STRING, amount INT",
+    ... ).withColumn("ts", F.to_timestamp("ts"))
+    >>> (sales.groupBy(window("ts", TableWindows.of(campaigns))).agg(F.sum("amount").alias("total"))
+    ...  .select("window.start", "window.end", "total").orderBy("start").show())
+    +-------------------+-------------------+-----+
+    |              start|                end|total|
+    +-------------------+-------------------+-----+
+    |2024-01-01 00:00:00|2024-02-01 00:00:00|   30|
+    |2024-01-15 00:00:00|2024-01-22 00:00:00|   20|
+    +-------------------+-------------------+-----+
+
+    The sale of February 3 is in no window. The start and end columns must have the time column's
+    type (both TIMESTAMP, both TIMESTAMP_NTZ, or integral epochs in its unit), and every row must
+    be a window: a null bound, or an end not after its start, is an error naming the row. Identical
+    rows are one window.
+
+    The table is read when a query is analyzed (a streaming query: once, when it starts) and sent
+    with the plan to every task, so it must be small: at most 100,000 windows. A streaming
+    checkpoint records the windows, and a query restarted over a changed table fails, naming the
+    change. In SQL the definition names a table or view: ``windows(ts, 'table campaign_periods')``.
+    """
+
+    _JVM_NAME = "TableWindows"
+
+    #: The table or view the windows are read from (a DataFrame is given a temporary view).
+    table = _Given("of")
+    #: The column holding each window's start.
+    start_column = _Given("of", index=1)
+    #: The column holding each window's end.
+    end_column = _Given("of", index=2)
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
+    @classmethod
+    def of(cls, table: Any, start: str = "start", end: str = "end") -> "TableWindows":
+        """The windows listed by ``table``, one per row, from its columns ``start`` and ``end``.
+
+        :param table: a DataFrame, or the name of a table or view. A DataFrame is registered as a
+            temporary view of the session (named ``windowagg_windows_`` and a random suffix), which
+            the definition names, so that SQL and Spark Connect read it the same way.
+        :param start: the column of window starts.
+        :param end: the column of window ends (the first time after the window).
+        :raises TypeError: for a table that is neither a str nor a DataFrame, or column names that
+            are not str.
+        :raises ValueError: for an empty name. Problems of the table itself (a missing column, a
+            type that differs from the time column's, a null or inverted window) are raised when a
+            query using the windows is analyzed.
+        """
+        for value, what in ((start, "start column"), (end, "end column")):
+            if not isinstance(value, str):
+                raise TypeError(f"the {what} of table windows must be a column name (a str), not {type(value).__name__}")
+            if not value.strip():
+                raise ValueError(f"the {what} of table windows must not be empty")
+        if isinstance(table, str):
+            if not table.strip():
+                raise ValueError("the table name of table windows must not be empty")
+            name = table.strip()
+        elif hasattr(table, "createOrReplaceTempView") and hasattr(table, "schema"):
+            name = f"windowagg_windows_{uuid.uuid4().hex[:16]}"
+            table.createOrReplaceTempView(name)
+        else:
+            raise TypeError(
+                f"table windows are read from a DataFrame or a table name (a str), not {type(table).__name__}"
+            )
+        return cls._called("of", name, start.strip(), end.strip())
+
+    def grace(self, grace: GraceLike) -> "TableWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).
+
+        :returns: a new :class:`TableWindows`; this one is unchanged.
         """
         _check_grace(grace)
         return self._then("grace", grace)

@@ -104,6 +104,14 @@ trait EnumeratedWindows extends ResolvedWindows {
   def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit
 
   /**
+   * The windows holding `time` that start after `after` (< `time`): those a slice at `time` opens
+   * when the slice before it was at `after`. A kind that finds them without listing all of a time's
+   * windows overrides this.
+   */
+  def foreachWindowStartingAfter(after: Long, time: Long)(window: (Long, Long) => Unit): Unit =
+    foreachWindow(time)((s, e) => if (s > after) window(s, e))
+
+  /**
    * The start of the slice holding `time`: a run of times that every window either holds whole or
    * not at all. Each distinct time is its own slice unless a kind knows coarser ones.
    */

@@ -27,6 +27,12 @@ trait WindowDefinition extends Serializable {
 
   /** The definition in the `window_agg` spec grammar (see [[WindowSpec]]); it parses back to an equal definition. */
   def spec: String
+
+  /**
+   * What a streaming query's state depends on, recorded with its checkpoint and compared when it
+   * restarts: the spec, and for windows read from data ([[TableWindows]]) that data too.
+   */
+  def stateIdentity: String = spec
 }
 
 /**

@@ -29,7 +29,9 @@ class WindowCallsSpec extends AnyFunSuite with Matchers {
         DurationWindows.of("20 seconds").every("10 seconds").lag("5 seconds"),
       "CustomWindows.of('windowagg.WindowCallsSpec$EveryDays', days='2')" ->
         CustomWindows.of("windowagg.WindowCallsSpec$EveryDays", Map("days" -> "2")),
-      "SessionWindows.withDynamicGap('it''s')" -> SessionWindows.withDynamicGap("it's"))
+      "SessionWindows.withDynamicGap('it''s')" -> SessionWindows.withDynamicGap("it's"),
+      "TableWindows.of('campaign_periods')" -> TableWindows.of("campaign_periods"),
+      "TableWindows.of('db.periods', 'opens', 'closes').grace('1 day')" -> TableWindows.of("db.periods", "opens", "closes").grace("1 day"))
     cases.foreach { case (text, expected) =>
       withClue(text) {
         WindowSpec.parse(text) shouldBe expected

@@ -8,9 +8,10 @@ import windowagg.{EnumeratedWindows, Window}
  * The windows of an enumerable kind over one key's slice partials, by slicing: each slice's
  * partial is made once, and each window combines the slices it holds through a [[FifoAggregator]],
  * so a window costs amortized O(1) merges however many slices it spans when windows come in
- * non-decreasing start as well as end (tumbling, hopping, cumulative, calendar windows). A kind
- * whose windows' starts go back (some user kinds) still comes out right: the combination is then
- * rebuilt from the kept slices.
+ * non-decreasing start as well as end (tumbling, hopping, cumulative, calendar windows). A window
+ * whose start goes back behind the previous one's (overlapping windows of different sizes: table
+ * windows, some user kinds) is combined from a tree over the kept slices instead: O(log n) merges
+ * of partials of aligned runs of slices, each run's partial made once and kept while its slices are.
  *
  * Windows are produced in order of (end, start), each once a slice beyond its end is read (or the
  * input ends), and only windows holding at least one slice exist. Slices older than the kind's
@@ -30,6 +31,10 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var held = 0L
   private var heldUntil = 0L
   private val pending = new java.util.TreeSet[Window](SlicingCursor.byEndThenStart)
+  // the partials of aligned runs of slices: at level l, the run of slices [i << l, (i + 1) << l) by i
+  private val runs = mutable.ArrayBuffer.empty[mutable.LongMap[P]]
+  private var runsKept = 0
+  private var sweepRunsAt = 64
   private var previousSlice = 0L
   private var anySlice = false
   private var next: Reaching[P] = read()
@@ -58,7 +63,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     val t = slice.time
     // a window holding t that starts at or before the previous slice holds that slice too: it is
     // pending already, so only windows starting after it are new (one per slice for hopping windows)
-    kind.foreachWindow(t) { (s, e) => if (!anySlice || s > previousSlice) pending.add(Window(s, e)) }
+    if (anySlice) kind.foreachWindowStartingAfter(previousSlice, t)((s, e) => pending.add(Window(s, e)))
+    else kind.foreachWindow(t)((s, e) => pending.add(Window(s, e)))
     previousSlice = t
     anySlice = true
     sliceTimes += t
@@ -70,14 +76,16 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
       slicePartials.removeHead()
       dropped += 1
     }
+    dropRuns()
   }
 
-  /** The aggregate of the kept slices in [start, end): the FIFO moved there, or rebuilt when that is cheaper. */
+  /** The aggregate of the kept slices in [start, end): the FIFO moved there, from the tree when going back. */
   private def combine(start: Long, end: Long): P = {
     val from = dropped + firstAtOrAfter(start)
     val until = dropped + firstAtOrAfter(end)
-    // going back, or past everything held: start over from the kept slices
-    if (from < held || until < heldUntil || from >= heldUntil) {
+    if (from < held || until < heldUntil) return fromRuns(from, until)
+    // past everything held: start over
+    if (from >= heldUntil) {
       fifo.clear()
       held = from
       heldUntil = from
@@ -92,6 +100,52 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
       held += 1
     }
     fifo.aggregate
+  }
+
+  private var combined: P = _
+
+  /** The slices [from, until) (absolute indexes) as the fewest aligned runs, merged in time order. */
+  private def fromRuns(from: Long, until: Long): P = {
+    combined = if (combined == null) agg.newEmpty() else agg.reset(combined)
+    val later = mutable.ArrayBuffer.empty[P] // the runs at the right end, latest first
+    var l = from
+    var r = until
+    var level = 0
+    while (l < r) {
+      if ((l & 1) == 1) { combined = agg.mergeInto(combined, run(level, l)); l += 1 }
+      if ((r & 1) == 1) { r -= 1; later += run(level, r) }
+      l >>= 1
+      r >>= 1
+      level += 1
+    }
+    var i = later.length - 1
+    while (i >= 0) { combined = agg.mergeInto(combined, later(i)); i -= 1 }
+    combined
+  }
+
+  /** The partial of slices [index << level, (index + 1) << level), all kept: made once, from its two halves. */
+  private def run(level: Int, index: Long): P =
+    if (level == 0) slicePartials((index - dropped).toInt)
+    else {
+      while (runs.length < level) runs += mutable.LongMap.empty[P]
+      val ofLevel = runs(level - 1)
+      ofLevel.getOrElse(index, {
+        val made = agg.mergeInto(agg.mergeInto(agg.newEmpty(), run(level - 1, 2 * index)), run(level - 1, 2 * index + 1))
+        ofLevel.update(index, made)
+        runsKept += 1
+        made
+      })
+    }
+
+  /** Lets go of runs holding dropped slices, each time the runs kept have doubled. */
+  private def dropRuns(): Unit = if (runsKept > sweepRunsAt) {
+    runsKept = 0
+    runs.indices.foreach { i =>
+      val level = i + 1
+      runs(i) = runs(i).filter { case (index, _) => (index << level) >= dropped }
+      runsKept += runs(i).size
+    }
+    sweepRunsAt = 2 * runsKept + 64
   }
 
   private def firstAtOrAfter(time: Long): Int = {

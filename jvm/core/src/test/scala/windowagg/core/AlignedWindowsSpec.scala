@@ -106,7 +106,7 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     }
   }
 
-  test("property: a kind whose window starts go back is still right (the combination is rebuilt)") {
+  test("property: a kind whose window starts go back is still right (combined from runs of slices)") {
     // windows [t/10*10 - 20, …+30) and [t/10*10, …+10): ordered by end, the starts go back and forth
     val nested = new EnumeratedWindows {
       override def graceTicks: Option[Long] = None

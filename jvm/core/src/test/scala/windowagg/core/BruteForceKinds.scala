@@ -1,15 +1,16 @@
 package windowagg.core
 
-import windowagg.{EnumeratedWindows, ResolvedWindows, SessionWindows, SlidingWindows, StormWindows}
+import windowagg.{EnumeratedWindows, ResolvedWindows, SessionWindows, SlidingWindows, StormWindows, TableWindows}
 import windowagg.core.RowWindowCursor.{EveryRows, EveryTicks, LastRows, LastTicks}
 
 /**
  * Every window of one key with its records, straight from a resolved definition: sliding windows
- * and sessions from their own brute-force enumerators, enumerable kinds by listing each record's
- * windows one record at a time (no slices, no sweep). Windows are (start, end) as the kind reports
- * them; records keep their input order within a time, which for kinds cut at rows is the order
- * they are counted in. Kinds cut at rows may evaluate one window more than once (several triggers
- * at one time), so windows are a sequence.
+ * and sessions from their own brute-force enumerators, table windows by checking every listed
+ * window against every record, other enumerable kinds by listing each record's windows one record
+ * at a time (no slices, no sweep). Windows are (start, end) as the kind reports them; records
+ * keep their input order within a time, which for kinds cut at rows is the order they are counted
+ * in. Kinds cut at rows may evaluate one window more than once (several triggers at one time), so
+ * windows are a sequence.
  */
 object BruteForceKinds {
   def windows[V](kind: ResolvedWindows, records: Seq[(Long, V)]): Seq[((Long, Long), Vector[(Long, V)])] = kind match {
@@ -17,6 +18,10 @@ object BruteForceKinds {
       BruteForceSliding.windows(records, s.sizeTicks).map(w => (w.start, w.end) -> w.records)
     case s: SessionWindows.Resolved =>
       BruteForceSessions.sessions(records, s.gapTicks.get).map(w => (w.first, w.last) -> w.records)
+    case t: TableWindows.Resolved => // every listed window, checked against every record
+      t.starts.indices.map(i => (t.starts(i), t.ends(i)))
+        .map(w => w -> records.sortBy(_._1).filter(r => w._1 <= r._1 && r._1 < w._2).toVector)
+        .filter(_._2.nonEmpty)
     case e: EnumeratedWindows =>
       val sorted = records.sortBy(_._1)
       val out = scala.collection.mutable.LinkedHashMap.empty[(Long, Long), Vector[(Long, V)]]

@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
 class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     SupportedSpark.check(org.apache.spark.SPARK_VERSION)
-    extensions.injectResolutionRule(_ => PlaceWindowColumn)
+    extensions.injectResolutionRule(session => PlaceWindowColumn(session))
     extensions.injectHintResolutionRule(session => streaming.StreamingStartCheck(session))
     extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
     extensions.injectPlannerStrategy(_ => WindowAggStrategy)

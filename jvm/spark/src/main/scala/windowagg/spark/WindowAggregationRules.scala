@@ -17,7 +17,7 @@ import windowagg.RowWindows
  * HAVING clauses like any column. Definition and time column are checked here, before any data
  * is read.
  */
-object PlaceWindowColumn extends Rule[LogicalPlan] {
+case class PlaceWindowColumn(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case a: Aggregate if a.child.resolved && unplacedWindows(a).nonEmpty =>
       if (a.groupingExpressions.exists(_.isInstanceOf[BaseGroupingSets])) {
@@ -28,12 +28,14 @@ object PlaceWindowColumn extends Rule[LogicalPlan] {
         throw WindowAggException(WindowAggError.INVALID_QUERY,
           s"an aggregation can group by one windowagg window, found ${windows.size}: ${windows.mkString(", ")}")
       }
-      val window = windows.head
+      val grouped = windows.head
+      // windows given as a table are read here, once: every later step sees them
+      val window = grouped.withTableRead(session)
       window.validated
       val alias = Alias(window, WindowGroupingExpression.ColumnName)()
       val column = alias.toAttribute
       def place(e: Expression): Expression = e.transformDown {
-        case w: WindowGroupingExpression if w.semanticEquals(window) => column
+        case w: WindowGroupingExpression if w.semanticEquals(grouped) => column
       }
       // a grouping column Spark named after the expression (F.expr("windows(...)")) is named `window`
       def named(e: NamedExpression): NamedExpression = e match {

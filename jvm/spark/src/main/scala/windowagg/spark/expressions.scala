@@ -1,5 +1,6 @@
 package windowagg.spark
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions._
@@ -38,9 +39,15 @@ case class WindowGroupingExpression(
   override def toString: String =
     s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")}${tieBreak.map(t => s", tieBreak=$t").getOrElse("")})"
 
+  private def checkedTimeColumn: TimeColumn = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
+
+  /** This window with its definition's table read, where the definition is windows given as a table ([[WindowsTable]]). */
+  def withTableRead(session: SparkSession): WindowGroupingExpression =
+    copy(definition = WindowsTable.read(session, definition, checkedTimeColumn, s"'${timeColumn.sql}'"))
+
   /** Checks the time column and the definition, resolved against the column; errors name the problem. */
   def validated: (TimeColumn, ResolvedWindows) = {
-    val time = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
+    val time = checkedTimeColumn
     val windows =
       try definition.resolve(time.timeline(DateTimeUtils.getZoneId(SQLConf.get.sessionLocalTimeZone)))
       catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_WINDOW, s"${e.message} (time column '${timeColumn.sql}')", e) }

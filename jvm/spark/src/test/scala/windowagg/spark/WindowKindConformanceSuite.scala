@@ -44,6 +44,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), 800 * day),
     Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day),
     Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), 10 * minute),
+    Kind("table: overlapping windows of many sizes, with gaps", TableWindows.of(WindowsTableName), 10 * minute),
     // Storm's windows; count windows break ties by v, as the brute force orders rows
     Kind("count: every row (Storm's Count(5))", CountWindows.of(5).tieBreak("v"), 10 * minute),
     Kind("count: every 3 rows", CountWindows.of(7).slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
@@ -53,6 +54,24 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("duration: every 3 rows", DurationWindows.of("30 seconds").slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
     Kind("duration: every 20 seconds", DurationWindows.of("1 minute").every("20 seconds"), 10 * minute),
     Kind("duration: tumbling", DurationWindows.tumbling("1 minute"), 10 * minute))
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    import spark.implicits._
+    // windows of 5 seconds to 4 minutes over the times every test draws (late rows come up to 12 spans after the epoch)
+    val rnd = new Random(17)
+    val span = 10 * minute * 1000000L
+    Seq.fill(120) {
+      val start = -span + (rnd.nextDouble() * 13 * span).toLong
+      (start, start + 5000000L + rnd.nextInt(236) * 1000000L)
+    }.toDF("s", "e").select(timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
+      .createOrReplaceTempView(WindowsTableName)
+  }
+
+  /** The definition as the engine runs it: a table's windows read. */
+  private def resolved(definition: WindowDefinition): ResolvedWindows =
+    WindowsTable.read(spark, definition, TimeColumn(org.apache.spark.sql.types.TimestampType, None), "ts")
+      .resolve(Timeline.timestamp(ZoneOffset.UTC))
 
   private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
     val rnd = new Random(seed)
@@ -79,10 +98,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
   }.toSeq.sortBy(_.order)
 
   private def bruteForce(kind: Kind, rows: Seq[(String, Long, Long)]): Seq[Out] = {
-    val resolved = kind.definition.resolve(Timeline.timestamp(ZoneOffset.UTC))
+    val windows = resolved(kind.definition)
     rows.groupBy(_._1).toSeq.flatMap { case (k, ofKey) =>
       // rows sharing a time in the order of v: the tie-break the count kinds name
-      BruteForceKinds.windows(resolved, ofKey.map(r => (r._2, r._3)).sortBy(_._2)).map { case ((start, end), records) =>
+      BruteForceKinds.windows(windows, ofKey.map(r => (r._2, r._3)).sortBy(_._2)).map { case ((start, end), records) =>
         val values = records.map(_._2)
         Out(k, start, end, values.sum, values.length.toLong, values.sorted)
       }
@@ -169,7 +188,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       val query = stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit"))).agg(sum("v").as("s"))
         .writeStream.format("memory").queryName(name).outputMode("append").start()
       val span = kind.spanSeconds * 1000000L
-      val resolved = definition.resolve(Timeline.timestamp(ZoneOffset.UTC))
+      val resolved = this.resolved(definition)
       def inAWindow(from: Long): Long = Iterator.iterate(from)(_ + 1000000L).find(t => resolved.holds(resolved.partialTime(t))).get
       try {
         input.addData(("a", inAWindow(span * 2), 1L))
@@ -304,6 +323,8 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
 }
 
 object WindowKindConformanceSuite {
+  val WindowsTableName = "conformance_windows"
+
   /** A user kind that leaves times out: one-minute windows for odd minutes only. */
   final class OddMinutes extends EnumerableWindowDefinition {
     private val minute = 60000000L

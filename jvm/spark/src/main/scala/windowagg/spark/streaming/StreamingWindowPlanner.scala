@@ -149,7 +149,7 @@ object StreamingWindowPlanner {
     }
     val time = if (options.processingTime) "processing time" else s"event time (${node.timeColumn.dataType.sql})"
     Seq(
-      Window -> definition.spec,
+      Window -> definition.stateIdentity,
       Keys -> (if (node.keys.isEmpty) "none" else node.keys.map(k => s"${k.name} ${k.dataType.sql}").mkString(", ")),
       Time -> time,
       Aggregates -> aggregates.mkString(", "),

@@ -5,6 +5,7 @@ import scala.util.Try
 import org.apache.spark.SparkContext
 import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDF}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
@@ -47,6 +48,12 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
     collectWithSubqueries(plan)(pick)
 
   def executedPlan(df: Dataset[_]): SparkPlan = df.queryExecution.executedPlan
+
+  /** The rows of a small DataFrame as Spark holds them (a timestamp as its microseconds), on the driver. */
+  def collectInternal(df: DataFrame): Array[InternalRow] = {
+    val execution = df.queryExecution
+    SQLExecution.withNewExecutionId(execution, Some("windowagg: read a windows table"))(execution.executedPlan.executeCollect())
+  }
 
   /**
    * The event-time watermark (ms) of the streaming micro-batch whose execution calls this (on the

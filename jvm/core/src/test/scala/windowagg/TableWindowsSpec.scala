@@ -1,0 +1,96 @@
+package windowagg
+
+import java.time.ZoneOffset
+
+import scala.collection.mutable.ArrayBuffer
+import scala.util.Random
+
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.matchers.should.Matchers
+
+import windowagg.core.{BruteForceKinds, Reaching, SweepHarness, WindowError}
+import windowagg.core.TestAggregations.Collect
+
+/** Table windows in ticks: slices cut at the windows' bounds, and each time's windows, against checking every window. */
+class TableWindowsSpec extends AnyFunSuite with Matchers {
+  private val timeline = Timeline.timestamp(ZoneOffset.UTC)
+
+  private def resolved(windows: Seq[(Long, Long)]): TableWindows.Resolved =
+    TableWindows.of("t").withWindows(TableWindows.Listed(windows.map(_._1).toArray, windows.map(_._2).toArray)).resolve(timeline)
+
+  test("a time's windows are those holding it, and its slice is held whole by each window or not at all") {
+    for (seed <- 1 to 20) {
+      val rnd = new Random(seed)
+      // mostly short windows and a few very long ones, so that the scan back covers many starts
+      val windows = Seq.fill(1 + rnd.nextInt(60)) {
+        val start = rnd.nextInt(1000).toLong - 500
+        (start, start + (if (rnd.nextInt(10) == 0) 1 + rnd.nextInt(900) else 1 + rnd.nextInt(20)))
+      }
+      val kind = resolved(windows)
+      for (t <- -600L to 600L) {
+        val listed = scala.collection.mutable.ArrayBuffer.empty[(Long, Long)]
+        kind.foreachWindow(t)((s, e) => listed += ((s, e)))
+        val holding = windows.distinct.filter { case (s, e) => s <= t && t < e }
+        withClue(s"seed $seed, time $t") {
+          listed.sorted shouldBe holding.sorted
+          val after = t - 1 - (t & 7) // some earlier time
+          val opened = scala.collection.mutable.ArrayBuffer.empty[(Long, Long)]
+          kind.foreachWindowStartingAfter(after, t)((s, e) => opened += ((s, e)))
+          opened.sorted shouldBe holding.filter(_._1 > after).sorted
+          kind.closesAt(t) shouldBe (if (holding.isEmpty) Long.MinValue else holding.map(_._2).max - 1)
+          kind.holds(kind.sliceStart(t)) shouldBe holding.nonEmpty
+          val slice = kind.sliceStart(t)
+          slice should be <= t
+          // every time from the slice's start to t is in exactly the same windows
+          windows.distinct.filter { case (s, e) => s <= slice && slice < e }.sorted shouldBe holding.sorted
+        }
+      }
+    }
+  }
+
+  test("the slicing cursor over table windows gives every window holding records once, records in time order") {
+    for (seed <- 1 to 40) {
+      val rnd = new Random(seed)
+      val windows = Seq.fill(1 + rnd.nextInt(40)) {
+        val start = rnd.nextInt(400).toLong - 200
+        (start, start + 1 + rnd.nextInt(if (rnd.nextBoolean()) 15 else 150))
+      }
+      val kind = resolved(windows)
+      val records = Seq.fill(rnd.nextInt(300))((rnd.nextInt(500).toLong - 250, rnd.nextInt(1000)))
+      val agg = new Collect[Int]
+      val slices = SweepHarness.partials(records.sortBy(_._1).map { case (t, v) => (kind.partialTime(t), v) }, agg)(v => ArrayBuffer(v))
+      val cursor = kind.cursor(slices.iterator.filter(p => kind.holds(p.time)).map(p => Reaching(p.time, p.time, p.partial)), agg)
+      val got = Vector.newBuilder[(Long, Long, Vector[Int])]
+      while (cursor.advance()) got += ((cursor.start, cursor.end, cursor.aggregate.toVector))
+      val expected = BruteForceKinds.windows(kind, records.sortBy(_._1)).toVector
+        .map { case ((s, e), rs) => (s, e, rs.map(_._2)) }.sortBy(w => (w._2, w._1))
+      withClue(s"seed $seed") { got.result() shouldBe expected }
+    }
+  }
+
+  test("an empty table holds no time") {
+    val kind = resolved(Nil)
+    kind.holds(0L) shouldBe false
+    kind.sliceStart(5L) shouldBe 5L
+  }
+
+  test("the spec names the table and its columns, reads back equal, and an unread table says so") {
+    val definition = TableWindows.of("db.periods", "opens", "closes").grace("1 hour")
+    definition.spec shouldBe "table db.periods columns opens, closes grace 1 hour"
+    WindowSpec.parse(definition.spec) shouldBe definition
+    WindowSpec.parse("table periods") shouldBe TableWindows.of("periods", "start", "end")
+    intercept[WindowError](definition.resolve(timeline)).getMessage should include("has not been read")
+  }
+
+  test("identical windows are one; an empty, inverted or overlong window is refused; the fingerprint follows the windows") {
+    val listed = TableWindows.Listed(Array(5L, 1L, 5L), Array(9L, 3L, 9L))
+    listed.starts.toSeq shouldBe Seq(1L, 5L)
+    listed.ends.toSeq shouldBe Seq(3L, 9L)
+    intercept[WindowError](TableWindows.Listed(Array(4L), Array(4L))).getMessage should include("[4, 4) is empty or inverted")
+    intercept[WindowError](TableWindows.Listed(Array(Long.MinValue), Array(Long.MaxValue))).getMessage should include("longer than")
+    listed.fingerprint shouldBe TableWindows.Listed(Array(1L, 5L), Array(3L, 9L)).fingerprint
+    listed.fingerprint should not be TableWindows.Listed(Array(1L, 5L), Array(3L, 10L)).fingerprint
+    val read = TableWindows.of("t").withWindows(listed)
+    read.stateIdentity shouldBe s"table t (2 windows, content ${listed.fingerprint})"
+  }
+}

@@ -1,0 +1,151 @@
+package windowagg.spark
+
+import java.nio.file.Files
+
+import scala.util.Random
+
+import org.apache.spark.sql.{AnalysisException, DataFrame, Row}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import windowagg.{TableWindows, WindowSpec}
+import windowagg.functions.window
+
+/**
+ * Windows given as a table ([[TableWindows]]) against what a user writes without them, the range
+ * join `events JOIN periods ON ts >= start AND ts < end` and a GROUP BY; the table's checks; and a
+ * streaming restart over a changed table.
+ */
+class TableWindowsSuite extends AnyFunSuite with SparkSessionFixture {
+
+  /** `n` windows of 1 to 40 seconds, most of them overlapping, over [0, span) seconds; one listed twice. */
+  private def periods(seed: Long, n: Int, spanSeconds: Int): Seq[(Long, Long)] = {
+    val rnd = new Random(seed)
+    val drawn = Seq.fill(n) {
+      val start = rnd.nextInt(spanSeconds * 1000) * 1000L
+      (start, start + (1 + rnd.nextInt(40)) * 1000000L)
+    }
+    drawn :+ drawn.head
+  }
+
+  private def events(seed: Long, n: Int, spanSeconds: Int): Seq[(String, Long, Long)] = {
+    val rnd = new Random(seed)
+    Seq.fill(n)((s"k${rnd.nextInt(4)}", rnd.nextInt(spanSeconds * 1000) * 1000L, rnd.nextInt(100).toLong))
+  }
+
+  private def register(name: String, windows: Seq[(Long, Long)]): Unit = {
+    import spark.implicits._
+    windows.toDF("s", "e").select(timestamp_micros(col("s")).as("opens"), timestamp_micros(col("e")).as("closes"))
+      .createOrReplaceTempView(name)
+  }
+
+  private def eventFrame(rows: Seq[(String, Long, Long)]): DataFrame = {
+    import spark.implicits._
+    rows.toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+  }
+
+  private def sorted(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
+
+  test("batch equals the range join and GROUP BY over the table's distinct windows, in the DataFrame API and SQL") {
+    for (seed <- 1 to 4) {
+      register("periods", periods(seed, 60, 300))
+      eventFrame(events(seed, 2000, 320)).createOrReplaceTempView("events")
+      val expected = sorted(spark.sql(
+        """SELECT k, p.opens, p.closes, sum(v), count(*), max(v) FROM events
+          |JOIN (SELECT DISTINCT opens, closes FROM periods) p ON ts >= p.opens AND ts < p.closes
+          |GROUP BY k, p.opens, p.closes""".stripMargin))
+      assert(expected.length > 100, "the windows hold rows")
+      val api = spark.table("events").groupBy(col("k"), window(col("ts"), TableWindows.of("periods", "opens", "closes")))
+        .agg(sum("v"), count(lit(1)), max("v")).select("k", "window.start", "window.end", "sum(v)", "count(1)", "max(v)")
+      assert(sorted(api) == expected, s"seed $seed")
+      val sql = spark.sql(
+        """SELECT k, window.start, window.end, sum(v), count(*), max(v) FROM events
+          |GROUP BY k, windows(ts, 'table periods columns opens, closes')""".stripMargin)
+      assert(sorted(sql) == expected, s"seed $seed")
+      val table = spark.sql(
+        """SELECT * FROM window_agg(TABLE(events) PARTITION BY k ORDER BY (ts), 'table periods columns opens, closes',
+          |'sum(v) AS s, count(1) AS n, max(v) AS m')""".stripMargin)
+      assert(sorted(table) == expected, s"seed $seed")
+    }
+  }
+
+  test("an integral time column takes integral bounds in its own unit, and rows in no window are counted") {
+    import spark.implicits._
+    Seq((10L, 20L), (15L, 40L), (100L, 101L)).toDF("start", "end").createOrReplaceTempView("tick_periods")
+    val rows = Seq(("a", 9L), ("a", 10L), ("a", 19L), ("a", 20L), ("a", 39L), ("a", 40L), ("a", 100L))
+    val df = rows.toDF("k", "t").groupBy(col("k"), window(col("t"), TableWindows.of("tick_periods"), Map("timeUnit" -> "seconds")))
+      .agg(collect_list("t").as("ts")).select("window.start", "window.end", "ts")
+    val got = df.collect().map(r => (r.getLong(0), r.getLong(1), r.getSeq[Long](2).sorted)).toSet
+    assert(got == Set((10L, 20L, Seq(10L, 19L)), (15L, 40L, Seq(19L, 20L, 39L)), (100L, 101L, Seq(100L))))
+    assert(windowagg.functions.metrics(df).get("unwindowedRows") == 2L) // 9 and 40
+  }
+
+  test("the table is read at analysis: errors name the table, the column or the row") {
+    import spark.implicits._
+    val events = Seq(("a", new java.sql.Timestamp(0L))).toDF("k", "ts")
+    def refused(spec: String): String =
+      intercept[AnalysisException](events.groupBy(col("k"), window(col("ts"), WindowSpec.parse(spec))).count()).getMessage
+    assert(refused("table no_such_periods").contains("the windows table 'no_such_periods' cannot be read"))
+    register("named_periods", Seq((0L, 1000000L)))
+    assert(refused("table named_periods").contains("has no start column 'start'; its columns are opens, closes"))
+    Seq((1L, 2L)).toDF("start", "end").createOrReplaceTempView("long_periods")
+    assert(refused("table long_periods").contains("has a start column 'start' of type BIGINT; with the time column"))
+    spark.sql("SELECT TIMESTAMP'2024-01-01 00:00:00' AS start, CAST(NULL AS TIMESTAMP) AS end").createOrReplaceTempView("null_periods")
+    assert(refused("table null_periods").contains("has a row with a null end (start 2024-01-01"))
+    spark.sql("SELECT TIMESTAMP'2024-01-01 00:00:00' AS start, TIMESTAMP'2023-12-31 00:00:00' AS end").createOrReplaceTempView("inverted_periods")
+    val inverted = refused("table inverted_periods")
+    assert(inverted.contains("has the row start 2024-01-01") && inverted.contains("whose end is not after its start"), inverted)
+    spark.range(TableWindows.MaxWindows + 1L).select(timestamp_seconds(col("id")).as("start"), timestamp_seconds(col("id") + 1).as("end"))
+      .createOrReplaceTempView("many_periods")
+    assert(refused("table many_periods").contains(s"has more than ${TableWindows.MaxWindows} rows"))
+    MemoryStream[(Long, Long)](spark).toDF().toDF("start", "end").createOrReplaceTempView("streamed_periods")
+    assert(refused("table streamed_periods").contains("is a stream: table windows are read once, from a static table"))
+    assert(intercept[windowagg.core.WindowError](WindowSpec.parse("table a b")).getMessage.contains("names no table"))
+    assert(intercept[windowagg.core.WindowError](WindowSpec.parse("table a columns x")).getMessage.contains("columns <start column>, <end column>"))
+  }
+
+  test("streaming equals batch, and a restart over a changed table fails naming the windows, the same table restarts") {
+    import spark.implicits._
+    val rows = events(9, 600, 120).map { case (k, t, v) => (k, t + 1000000000L, v) }
+    register("stream_periods", periods(5, 30, 120).map { case (s, e) => (s + 1000000000L, e + 1000000000L) })
+    val definition = TableWindows.of("stream_periods", "opens", "closes")
+    val expected = sorted(eventFrame(rows).groupBy(col("k"), window(col("ts"), definition)).agg(sum("v").as("s"))
+      .select("k", "window.start", "window.end", "s"))
+    val checkpoint = Files.createTempDirectory("windowagg-table-windows")
+    def query(input: MemoryStream[(String, Long, Long)]): DataFrame =
+      input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+        .withWatermark("ts", "10 minutes")
+        .groupBy(col("k"), window(col("ts"), definition)).agg(sum("v").as("s"))
+        .select("k", "window.start", "window.end", "s")
+    val input = MemoryStream[(String, Long, Long)](spark)
+    val running = query(input).writeStream.format("memory").queryName("table_windows_stream").outputMode("append").start()
+    try {
+      rows.grouped(150).foreach { batch =>
+        input.addData(batch)
+        running.processAllAvailable()
+      }
+      input.addData(Seq(("flush", 9000000000L, 0L)))
+      running.processAllAvailable()
+      input.addData(Seq(("flush", 9900000000L, 0L)))
+      running.processAllAvailable()
+    } finally running.stop()
+    assert(sorted(spark.table("table_windows_stream")) == expected)
+
+    // the memory sink keeps no checkpoint in the append mode: the restarts run into the no-op sink
+    val first = MemoryStream[(String, Long, Long)](spark)
+    val recorded = query(first).writeStream.format("noop").outputMode("append").option("checkpointLocation", checkpoint.toString).start()
+    try {
+      first.addData(rows.take(50))
+      recorded.processAllAvailable()
+    } finally recorded.stop()
+
+    register("stream_periods", periods(6, 30, 120))
+    val changed = intercept[AnalysisException](query(MemoryStream[(String, Long, Long)](spark)).writeStream.format("noop")
+      .outputMode("append").option("checkpointLocation", checkpoint.toString).start()).getMessage
+    assert(changed.contains("window was 'table stream_periods columns opens, closes (30 windows, content "), changed)
+    register("stream_periods", periods(5, 30, 120).map { case (s, e) => (s + 1000000000L, e + 1000000000L) })
+    query(MemoryStream[(String, Long, Long)](spark)).writeStream.format("noop").outputMode("append")
+      .option("checkpointLocation", checkpoint.toString).start().stop()
+  }
+}
