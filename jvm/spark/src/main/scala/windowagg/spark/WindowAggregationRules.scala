@@ -14,8 +14,8 @@ import windowagg.RowWindows
  * Resolution (runs to a fixed point with Spark's own rules): an Aggregate grouped by
  * `window(ts, definition)` gets the window as a column named `window` of its child, as Spark does
  * for `window()` and `session_window()`, so that `window.start` resolves in SQL select lists and
- * HAVING clauses like any column. Definition and time column are checked here, before any data
- * is read.
+ * HAVING clauses like any column. Definition and time column are checked here, before any of the
+ * query's data is read; windows given as a table ([[windowagg.TableWindows]]) are read here, once.
  */
 case class PlaceWindowColumn(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
