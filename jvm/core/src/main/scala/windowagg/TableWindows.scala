@@ -112,15 +112,18 @@ object TableWindows extends WindowSpec.Reader {
   }
 
   object Listed {
-    /** The windows `[starts(i), ends(i))`, sorted and with duplicates removed; an error names the first empty or inverted one. */
-    def apply(starts: Array[Long], ends: Array[Long]): Listed = {
+    /**
+     * The windows `[starts(i), ends(i))`, sorted and with duplicates removed; an error names the
+     * first that is empty or inverted, its bounds written by `shown`.
+     */
+    def apply(starts: Array[Long], ends: Array[Long], shown: Long => String = _.toString): Listed = {
       if (starts.length != ends.length) throw WindowError("table windows need as many ends as starts")
       if (starts.length > MaxWindows) throw WindowError(s"a windows table may give at most $MaxWindows windows, got ${starts.length}")
       starts.indices.find(i => ends(i) <= starts(i)).foreach { i =>
-        throw WindowError(s"the window [${starts(i)}, ${ends(i)}) is empty or inverted: its end must be after its start")
+        throw WindowError(s"the window [${shown(starts(i))}, ${shown(ends(i))}) ends at or before its start")
       }
       starts.indices.find(i => ends(i) - starts(i) <= 0).foreach { i => // the length overflows a 64-bit number of ticks
-        throw WindowError(s"the window [${starts(i)}, ${ends(i)}) is longer than a 64-bit number of ticks")
+        throw WindowError(s"the window [${shown(starts(i))}, ${shown(ends(i))}) is longer than a 64-bit number of ticks")
       }
       val order = starts.indices.sortWith((a, b) => starts(a) < starts(b) || (starts(a) == starts(b) && ends(a) < ends(b)))
       val unique = order.indices.filter(i => i == 0 || starts(order(i)) != starts(order(i - 1)) || ends(order(i)) != ends(order(i - 1))).map(order)

@@ -86,7 +86,7 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
     val listed = TableWindows.Listed(Array(5L, 1L, 5L), Array(9L, 3L, 9L))
     listed.starts.toSeq shouldBe Seq(1L, 5L)
     listed.ends.toSeq shouldBe Seq(3L, 9L)
-    intercept[WindowError](TableWindows.Listed(Array(4L), Array(4L))).getMessage should include("[4, 4) is empty or inverted")
+    intercept[WindowError](TableWindows.Listed(Array(4L), Array(4L))).getMessage should include("the window [4, 4) ends at or before its start")
     intercept[WindowError](TableWindows.Listed(Array(Long.MinValue), Array(Long.MaxValue))).getMessage should include("longer than")
     listed.fingerprint shouldBe TableWindows.Listed(Array(1L, 5L), Array(3L, 9L)).fingerprint
     listed.fingerprint should not be TableWindows.Listed(Array(1L, 5L), Array(3L, 10L)).fingerprint

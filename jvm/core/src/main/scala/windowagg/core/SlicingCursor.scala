@@ -103,23 +103,24 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   }
 
   private var combined: P = _
+  private val laterRuns = mutable.ArrayBuffer.empty[P] // fromRuns' runs at the right end, latest first
 
   /** The slices [from, until) (absolute indexes) as the fewest aligned runs, merged in time order. */
   private def fromRuns(from: Long, until: Long): P = {
     combined = if (combined == null) agg.newEmpty() else agg.reset(combined)
-    val later = mutable.ArrayBuffer.empty[P] // the runs at the right end, latest first
+    laterRuns.clear()
     var l = from
     var r = until
     var level = 0
     while (l < r) {
       if ((l & 1) == 1) { combined = agg.mergeInto(combined, run(level, l)); l += 1 }
-      if ((r & 1) == 1) { r -= 1; later += run(level, r) }
+      if ((r & 1) == 1) { r -= 1; laterRuns += run(level, r) }
       l >>= 1
       r >>= 1
       level += 1
     }
-    var i = later.length - 1
-    while (i >= 0) { combined = agg.mergeInto(combined, later(i)); i -= 1 }
+    var i = laterRuns.length - 1
+    while (i >= 0) { combined = agg.mergeInto(combined, laterRuns(i)); i -= 1 }
     combined
   }
 

@@ -16,7 +16,8 @@ import windowagg.core.WindowError
  * Reads the windows of a [[TableWindows]] definition from its table or view, once, when the query
  * is analyzed: the start and end columns must have the time column's type (both TIMESTAMP, both
  * TIMESTAMP_NTZ, or integral epochs in the time column's unit), and every row must be a window,
- * `start < end`, neither null. An error names the table and the row that breaks this.
+ * neither bound null ([[windowagg.TableWindows.Listed]] checks `start < end`). An error names the
+ * table and the row that breaks this.
  */
 object WindowsTable {
   /** `definition` with its table read, when it is a table not read yet; any other definition as it is. */
@@ -70,11 +71,8 @@ object WindowsTable {
       }
       starts(i) = row.getLong(0)
       ends(i) = row.getLong(1)
-      if (ends(i) <= starts(i)) {
-        fail(s"has the row ${start.name} ${shown(starts(i))}, ${end.name} ${shown(ends(i))}, whose end is not after its start")
-      }
     }
-    try TableWindows.Listed(starts, ends)
-    catch { case e: WindowError => fail(e.message, e) }
+    try TableWindows.Listed(starts, ends, shown)
+    catch { case e: WindowError => fail(s"has a row that is not a window: ${e.message}", e) }
   }
 }

@@ -95,7 +95,8 @@ class TableWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     assert(refused("table null_periods").contains("has a row with a null end (start 2024-01-01"))
     spark.sql("SELECT TIMESTAMP'2024-01-01 00:00:00' AS start, TIMESTAMP'2023-12-31 00:00:00' AS end").createOrReplaceTempView("inverted_periods")
     val inverted = refused("table inverted_periods")
-    assert(inverted.contains("has the row start 2024-01-01") && inverted.contains("whose end is not after its start"), inverted)
+    assert(inverted.contains("has a row that is not a window: the window [2024-01-01") &&
+      inverted.contains("ends at or before its start"), inverted)
     spark.range(TableWindows.MaxWindows + 1L).select(timestamp_seconds(col("id")).as("start"), timestamp_seconds(col("id") + 1).as("end"))
       .createOrReplaceTempView("many_periods")
     assert(refused("table many_periods").contains(s"has more than ${TableWindows.MaxWindows} rows"))
