@@ -47,7 +47,7 @@ def spark():
         app_name="windowagg-tests",
         master="local[2]",
         config={
-            "spark.sql.shuffle.partitions": "4",
+            "spark.sql.shuffle.partitions": "2",
             "spark.ui.enabled": "false",
             # Timestamps are compared as epoch microseconds; a fixed zone keeps the
             # TIMESTAMP_NTZ <-> TIMESTAMP casts in the tests exact.

@@ -47,7 +47,7 @@ def connect_url(tmp_path_factory):
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
             "--conf", f"spark.connect.grpc.binding.port={port}",
             "--conf", "spark.sql.session.timeZone=UTC",
-            "--conf", "spark.sql.shuffle.partitions=4",
+            "--conf", "spark.sql.shuffle.partitions=2",
             "--conf", "spark.ui.enabled=false",
         ],
         env={**os.environ, "SPARK_HOME": home},

@@ -11,7 +11,7 @@ trait SparkSessionFixture extends BeforeAndAfterAll { self: Suite =>
     .master("local[2]")
     .appName(getClass.getSimpleName)
     .config("spark.sql.extensions", classOf[WindowAggExtensions].getName)
-    .config("spark.sql.shuffle.partitions", "4")
+    .config("spark.sql.shuffle.partitions", "2")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.session.timeZone", "UTC")
     .config(StreamingWindowPlanner.ProviderConf, StreamingWindowPlanner.RocksDbProvider)
