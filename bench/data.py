@@ -4,6 +4,7 @@
   sliding_stream_files  sliding_streaming.py's events as micro-batch files (also kafka_compare.py's sliding input)
   session_events        sessions.py's events (also aligned_batch.py's sessions regression)
   session_files         the same events as micro-batch files (sessions.py streaming, kafka_compare.py's session input)
+  table_events          table_windows.py's events over a year (also table_windows_per_key.py's)
 
 The same arguments and seed give the same rows. A benchmark used by only one script keeps its generator
 (aligned_batch.py's aligned_input, count_batch.py's make_input).
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 BASE_MS = 1_700_000_000_000  # 2023-11-14, any fixed instant will do
+TABLE_BASE_MS = 1_699_920_000_000 + 1_234_567  # 2023-11-14 00:20:34.567 UTC: table_windows.py's start
 SESSION_GAP_S = 30  # the gap the session events are made for: breaks are longer, steps within a burst shorter
 
 
@@ -99,3 +101,15 @@ def session_files(spark, folder: Path, rows: int, files: int, keys: int, mean_se
         .withColumn("batch", (F.col("n") / per_file).cast("int"))
         .repartition(4, "batch").sortWithinPartitions("batch", "n")
         .select("batch", "k", "ts", "v"), folder, files)
+
+def table_events(spark, rows: int, keys: int, days: float, seed: int, partitions: int):
+    """rows events over `keys` keys (id % keys), ts uniform over `days` days from TABLE_BASE_MS, whole
+    milliseconds; v a multiple of 1/1024 in [0, 1000). Rows are shuffled randomly."""
+    from pyspark.sql import functions as F
+    span_ms = days * 86_400_000
+    return (spark.range(rows)
+            .select((F.col("id") % keys).cast("int").alias("k"),
+                    F.timestamp_millis((F.lit(TABLE_BASE_MS) + F.floor(F.rand(seed) * span_ms)).cast("long")).alias("ts"),
+                    (F.floor(F.rand(seed + 1) * 1_024_000) / 1024.0).alias("v"))
+            .orderBy(F.rand(seed + 2))
+            .repartition(partitions))

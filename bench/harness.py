@@ -814,3 +814,30 @@ def write_csv(path: Path, header: str, rows: list[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join([header, *rows]) + "\n")
     return path
+
+def compare_windows(left, right) -> dict:
+    """windowagg's (k, start, end, s, n, a) result against the range join's, as a full outer join on
+    (k, start, end); one job. Counts and
+    sums must be equal (the sums are exact), averages within 1e-12 relative."""
+    from pyspark.sql import functions as F
+    lj = left.select("k", "start", "end", F.col("s").alias("ls"), F.col("n").alias("ln"), F.col("a").alias("la"),
+                     F.lit(1).alias("lx"))
+    rj = right.select("k", "start", "end", F.col("s").alias("rs"), F.col("n").alias("rn"), F.col("a").alias("ra"),
+                      F.lit(1).alias("rx"))
+    j = lj.join(rj, ["k", "start", "end"], "full_outer")
+    one_side = F.col("lx").isNull() | F.col("rx").isNull()
+    n_off = F.col("ln") != F.col("rn")
+    s_off = F.col("ls") != F.col("rs")
+    a_off = F.abs(F.col("la") - F.col("ra")) > 1e-12 * F.greatest(F.abs(F.col("ra")), F.lit(1.0))
+
+    def count_if(c):
+        return F.sum(F.when(c, 1).otherwise(0))
+    r = j.agg(F.count("lx").alias("l"), F.count("rx").alias("r"),
+              count_if(one_side | n_off | s_off | a_off).alias("bad"),
+              count_if(F.col("lx").isNull()).alias("only_right"), count_if(F.col("rx").isNull()).alias("only_left"),
+              count_if(~one_side & n_off).alias("count_off"), count_if(~one_side & s_off).alias("sum_off"),
+              count_if(~one_side & a_off).alias("avg_off"), F.sum("rn").alias("pairs")).collect()[0]
+    return {"windowagg_rows": r["l"], "range_join_rows": r["r"], "mismatches": r["bad"] or 0,
+            "only_in_windowagg": r["only_left"] or 0, "only_in_range_join": r["only_right"] or 0,
+            "count_mismatches": r["count_off"] or 0, "sum_mismatches": r["sum_off"] or 0,
+            "avg_mismatches": r["avg_off"] or 0, "pairs": r["pairs"] or 0}

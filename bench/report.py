@@ -32,7 +32,8 @@ DOCS = REPO / "docs"
 sys.path.insert(0, str(BENCH_DIR))
 
 # the "benchmark" field of a results file -> the script that renders its page
-SCRIPTS = ["sliding_batch", "aligned_batch", "count_batch", "table_windows", "sliding_streaming", "sessions", "kafka_compare"]
+SCRIPTS = ["sliding_batch", "aligned_batch", "count_batch", "table_windows", "table_windows_per_key", "sliding_streaming",
+           "sessions", "kafka_compare"]
 
 
 # ------------------------------------------------------------------------------ page pieces
@@ -224,6 +225,51 @@ def bounded_ratio(cn: dict | None, cd: dict | None, key: str) -> tuple[str, floa
 
 
 # ------------------------------------------------------------------------------ plots
+
+
+def wall_and_cpu_ratios(cn, cd) -> tuple[str, str]:
+    """bounded_ratio's text for the median wall time, then for the median CPU time."""
+    return bounded_ratio(cn, cd, "median_s")[0], bounded_ratio(cn, cd, "median_cpu_s")[0]
+
+
+def faster_by(cj, cw) -> tuple[str, float | None, str]:
+    """A competitor's time ÷ windowagg's (wall), as "N× faster" or "N× slower" ("> N×" when the competitor timed out)."""
+    text, v, kind = bounded_ratio(cj, cw, "median_s")
+    if v is None:
+        return text, v, kind
+    return (f"> {v:,.1f}× faster" if kind == ">" else f"{v:,.1f}× faster" if v >= 1 else f"{1 / v:,.1f}× slower"), v, kind
+
+
+def median_seconds(c) -> str:
+    """A cell's median wall time in a sentence: "31.05 s", "31.05 s † (n=1)", "> 900 s (timeout)"."""
+    if c is None:
+        return "–"
+    if c["status"] == "timeout":
+        return f"> {c['timeout_s']:.0f} s (timeout)"
+    if c["status"] != "ok" or c.get("median_s") is None:
+        return "error"
+    n = len(c.get("times_s") or [])
+    return f"{c['median_s']:.2f} s" + (" †" if c.get("contended_runs") else "") + (f" (n={n})" if n < 2 else "")
+
+
+def verdict_at_least(v: tuple[str, float | None, str], target: float) -> str:
+    """The verdict on a "faster by at least `target`" ratio from bounded_ratio (competitor ÷ windowagg);
+    a lower bound (the competitor timed out) meets it only when the bound does."""
+    _, x, kind = v
+    if x is None:
+        return "not measured"
+    if kind == ">":
+        return "**met** (lower bound)" if x >= target else "undecided (lower bound only)"
+    return "**met**" if x >= target else "**missed**"
+
+
+def verdict_at_most(v: tuple[str, float | None, str], bound: float) -> str:
+    """The verdict on a "grows at most `bound`" ratio from bounded_ratio."""
+    _, x, _kind = v
+    if x is None:
+        return "not measured"
+    return "**met**" if x <= bound else "**missed**"
+
 
 def pyplot():
     """matplotlib.pyplot drawing to files (no display)."""

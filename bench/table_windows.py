@@ -67,6 +67,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import data  # noqa: E402
 import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log, ratio  # noqa: E402
@@ -76,7 +77,7 @@ IMG = report.DOCS / "img" / "table_windows.png"
 NOTES = BENCH_DIR / "table_windows_notes.md"  # the page's prose, a template render() fills
 
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s (as aligned_batch.py)
-BASE_MS = 1_699_920_000_000 + 1_234_567
+BASE_MS = data.TABLE_BASE_MS  # the events' first instant (data.table_events)
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 MIN_LEN_MS = HOUR_MS
@@ -140,18 +141,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 # ------------------------------------------------------------------------------ inputs
 
-def make_events(spark, rows: int, keys: int, days: float, seed: int, partitions: int):
-    """rows events over `keys` keys (id % keys), ts uniform over `days` days from BASE_MS, whole
-    milliseconds; v a multiple of 1/1024 in [0, 1000). Rows are shuffled randomly."""
-    from pyspark.sql import functions as F
-    span_ms = days * DAY_MS
-    return (spark.range(rows)
-            .select((F.col("id") % keys).cast("int").alias("k"),
-                    F.timestamp_millis((F.lit(BASE_MS) + F.floor(F.rand(seed) * span_ms)).cast("long")).alias("ts"),
-                    (F.floor(F.rand(seed + 1) * 1_024_000) / 1024.0).alias("v"))
-            .orderBy(F.rand(seed + 2))
-            .repartition(partitions))
-
 
 def make_periods(spark, w: int, days: float, seed: int):
     """W periods (start, end): start uniform over `days` days from BASE_MS, length log-uniform in
@@ -194,33 +183,6 @@ def q_range_join(spark, w: int, source: str = "events"):
     return spark.sql(f"SELECT e.k, p.start, p.`end`, sum(e.v) AS s, count(1) AS n, avg(e.v) AS a "
                      f"FROM {source} e JOIN {view(w)} p ON e.ts >= p.start AND e.ts < p.`end` "
                      f"GROUP BY e.k, p.start, p.`end`")
-
-
-def compare(left, right) -> dict:
-    """Full outer join of two (k, start, end, s, n, a) results on (k, start, end); one job. Counts and
-    sums must be equal (the sums are exact), averages within 1e-12 relative."""
-    from pyspark.sql import functions as F
-    lj = left.select("k", "start", "end", F.col("s").alias("ls"), F.col("n").alias("ln"), F.col("a").alias("la"),
-                     F.lit(1).alias("lx"))
-    rj = right.select("k", "start", "end", F.col("s").alias("rs"), F.col("n").alias("rn"), F.col("a").alias("ra"),
-                      F.lit(1).alias("rx"))
-    j = lj.join(rj, ["k", "start", "end"], "full_outer")
-    one_side = F.col("lx").isNull() | F.col("rx").isNull()
-    n_off = F.col("ln") != F.col("rn")
-    s_off = F.col("ls") != F.col("rs")
-    a_off = F.abs(F.col("la") - F.col("ra")) > 1e-12 * F.greatest(F.abs(F.col("ra")), F.lit(1.0))
-
-    def count_if(c):
-        return F.sum(F.when(c, 1).otherwise(0))
-    r = j.agg(F.count("lx").alias("l"), F.count("rx").alias("r"),
-              count_if(one_side | n_off | s_off | a_off).alias("bad"),
-              count_if(F.col("lx").isNull()).alias("only_right"), count_if(F.col("rx").isNull()).alias("only_left"),
-              count_if(~one_side & n_off).alias("count_off"), count_if(~one_side & s_off).alias("sum_off"),
-              count_if(~one_side & a_off).alias("avg_off"), F.sum("rn").alias("pairs")).collect()[0]
-    return {"windowagg_rows": r["l"], "range_join_rows": r["r"], "mismatches": r["bad"] or 0,
-            "only_in_windowagg": r["only_left"] or 0, "only_in_range_join": r["only_right"] or 0,
-            "count_mismatches": r["count_off"] or 0, "sum_mismatches": r["sum_off"] or 0,
-            "avg_mismatches": r["avg_off"] or 0, "pairs": r["pairs"] or 0}
 
 
 def merged_union(periods) -> list[tuple[int, int]]:
@@ -289,7 +251,7 @@ def main(argv=None) -> int:
         return harness.write_json(res, out)
 
     span_ms = a.days * DAY_MS
-    events, info = harness.cache_input(make_events(spark, a.rows, a.keys, a.days, a.seed, a.shuffle_partitions),
+    events, info = harness.cache_input(data.table_events(spark, a.rows, a.keys, a.days, a.seed, a.shuffle_partitions),
                                        "events")
     events.createOrReplaceTempView("events")
     res["input"] = {**info, "rows_per_key": a.rows // a.keys, "days": a.days,
@@ -383,9 +345,9 @@ def main(argv=None) -> int:
                 else:
                     wa = spark.sql(f"SELECT k, window.start AS start, window.`end` AS `end`, {AGGS_SQL} "
                                    f"FROM events_check GROUP BY k, windows(ts, 'table {view(w)}')")
-                ck = {"keys_below": keys_below, "windowagg": compare(wa, join)}
+                ck = {"keys_below": keys_below, "windowagg": harness.compare_windows(wa, join)}
                 if w == wmax and definition is not None:
-                    ck["windowagg_df"] = compare(q_windowagg_df(wa_src, definition), join)
+                    ck["windowagg_df"] = harness.compare_windows(q_windowagg_df(wa_src, definition), join)
                 join.unpersist()
             except Exception as e:  # noqa: BLE001
                 ck = {"keys_below": None if whole else a.check_keys, "error": str(e).splitlines()[0][:500]}
@@ -414,18 +376,6 @@ def get_cell(res, comp, w):
     return res["windows"].get(str(w), {}).get("cells", {}).get(comp)
 
 
-def both(cn, cd) -> tuple[str, str]:
-    return report.bounded_ratio(cn, cd, "median_s")[0], report.bounded_ratio(cn, cd, "median_cpu_s")[0]
-
-
-def faster(cj, cw) -> tuple[str, float | None, str]:
-    """Range join ÷ windowagg on wall time, as "N× faster" ("> N×" when the join timed out)."""
-    text, v, kind = report.bounded_ratio(cj, cw, "median_s")
-    if v is None:
-        return text, v, kind
-    return (f"> {v:,.1f}× faster" if kind == ">" else f"{v:,.1f}× faster" if v >= 1 else f"{1 / v:,.1f}× slower"), v, kind
-
-
 def summary(res) -> None:
     for w in ws(res):
         for comp in COMPETITORS:
@@ -435,15 +385,15 @@ def summary(res) -> None:
                     f"CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
                     f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
         cw, cj = get_cell(res, "windowagg", w), get_cell(res, "range_join", w)
-        tw, tc = both(cw, cj)
-        log(f"SUMMARY W={w:<6d} windowagg ÷ range join: wall {tw}, CPU {tc}; {faster(cj, cw)[0]}")
+        tw, tc = report.wall_and_cpu_ratios(cw, cj)
+        log(f"SUMMARY W={w:<6d} windowagg ÷ range join: wall {tw}, CPU {tc}; {report.faster_by(cj, cw)[0]}")
         ck = res["windows"][str(w)].get("check")
         if ck:
             log(f"SUMMARY W={w:<6d} check: " + ("error " + ck["error"] if "error" in ck else
                 f"{ck['windowagg']['mismatches']} mismatches of {ck['windowagg']['range_join_rows']:,} join rows"
                 + (f" (keys k < {ck['keys_below']})" if ck.get("keys_below") is not None else " (all keys)")))
     lo, hi = ws(res)[0], ws(res)[-1]
-    tw, tc = both(get_cell(res, "windowagg", hi), get_cell(res, "windowagg", lo))
+    tw, tc = report.wall_and_cpu_ratios(get_cell(res, "windowagg", hi), get_cell(res, "windowagg", lo))
     log(f"SUMMARY windowagg W={hi} ÷ W={lo}: wall {tw}, CPU {tc} (flat: ≤ {TARGET_FLAT}×)")
 
 
@@ -472,34 +422,6 @@ def plot(res, path: Path) -> None:
               f"{' (quick run)' if res['args'].get('quick') else ''}: wall (left), CPU (right)")
 
 
-def secs(c) -> str:
-    """A cell's median wall time in a sentence: "31.05 s", "31.05 s † (n=1)", "> 900 s (timeout)"."""
-    if c is None:
-        return "–"
-    if c["status"] == "timeout":
-        return f"> {c['timeout_s']:.0f} s (timeout)"
-    if c["status"] != "ok" or c.get("median_s") is None:
-        return "error"
-    n = len(c.get("times_s") or [])
-    return f"{c['median_s']:.2f} s" + (" †" if c.get("contended_runs") else "") + (f" (n={n})" if n < 2 else "")
-
-
-def verdict_faster(v: tuple[str, float | None, str]) -> str:
-    _, x, kind = v
-    if x is None:
-        return "not measured"
-    if kind == ">":  # the join timed out: x is a lower bound of join ÷ windowagg
-        return "**met** (lower bound)" if x >= TARGET_FASTER else "undecided (lower bound only)"
-    return "**met**" if x >= TARGET_FASTER else "**missed**"
-
-
-def verdict_flat(v: tuple[str, float | None, str]) -> str:
-    _, x, kind = v
-    if x is None:
-        return "not measured"
-    return "**met**" if x <= TARGET_FLAT else "**missed**"
-
-
 def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
     """--report: the page (and plot) from a results file."""
     report.rerender_one(json_paths, render, doc, img)
@@ -512,17 +434,17 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     wl = ws(res)
     lo, hi = wl[0], wl[-1]
     cw_hi, cj_hi = get_cell(res, "windowagg", hi), get_cell(res, "range_join", hi)
-    fast = faster(cj_hi, cw_hi)
+    fast = report.faster_by(cj_hi, cw_hi)
     flat_w = report.bounded_ratio(cw_hi, get_cell(res, "windowagg", lo), "median_s")
     flat_c = report.bounded_ratio(cw_hi, get_cell(res, "windowagg", lo), "median_cpu_s")
     contended_hi = any(c and c.get("contended_runs") for c in (cw_hi, cj_hi))
-    vf = verdict_faster(fast)
+    vf = report.verdict_at_least(fast, TARGET_FASTER)
     if contended_hi:
         vf += " († other processes shared the cores during these runs)"
-    vw, vc = verdict_flat(flat_w), verdict_flat(flat_c)
+    vw, vc = report.verdict_at_most(flat_w, TARGET_FLAT), report.verdict_at_most(flat_c, TARGET_FLAT)
     targets = [
         [f"range join ÷ windowagg at {i['rows']:,} events and W = {hi:,} ≥ {TARGET_FASTER:g}×",
-         f"{fast[0]} (windowagg {secs(cw_hi)}, range join {secs(cj_hi)})", vf],
+         f"{fast[0]} (windowagg {report.median_seconds(cw_hi)}, range join {report.median_seconds(cj_hi)})", vf],
         [f"flat in W: windowagg at W = {hi:,} ÷ at W = {lo:,} ≤ {TARGET_FLAT}×",
          f"{flat_w[0]} wall, {flat_c[0]} CPU", vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"],
     ]
@@ -554,20 +476,20 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     ratio_rows = []
     for w in wl:
         cw, cj = get_cell(res, "windowagg", w), get_cell(res, "range_join", w)
-        tw, tc = both(cw, cj)
-        jw, jc = both(cj, cw)
-        ratio_rows.append([f"{w:,}", tw, tc, jw, jc, faster(cj, cw)[0]])
+        tw, tc = report.wall_and_cpu_ratios(cw, cj)
+        jw, jc = report.wall_and_cpu_ratios(cj, cw)
+        ratio_rows.append([f"{w:,}", tw, tc, jw, jc, report.faster_by(cj, cw)[0]])
     cdf = get_cell(res, "windowagg_df", hi)
     df_line = ""
     if cdf:
-        dw, dc = both(cdf, cw_hi)
+        dw, dc = report.wall_and_cpu_ratios(cdf, cw_hi)
         df_line = (f"The Python API (`windowagg.TableWindows.of(df)`, W = {hi:,}) against the SQL call on the same "
                    f"windows: {dw} wall, {dc} CPU.")
     flat_rows = [[f"windowagg W = {w:,} ÷ W = {lo:,}" + (f" (flat: ≤ {TARGET_FLAT}×)" if w == hi else ""),
-                  *both(get_cell(res, "windowagg", w), get_cell(res, "windowagg", lo))] for w in wl[1:]]
+                  *report.wall_and_cpu_ratios(get_cell(res, "windowagg", w), get_cell(res, "windowagg", lo))] for w in wl[1:]]
     jl = [(w, get_cell(res, "range_join", w)) for w in wl]
     join_growth = [[f"range join W = {w:,} ÷ W = {lo:,}",
-                    *both(c, get_cell(res, "range_join", lo))] for w, c in jl[1:] if c]
+                    *report.wall_and_cpu_ratios(c, get_cell(res, "range_join", lo))] for w, c in jl[1:] if c]
 
     shape_rows = []
     for w in wl:
@@ -597,7 +519,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     st_lo, st_hi = res["windows"][str(lo)]["stats"], res["windows"][str(hi)]["stats"]
 
     def growth_text(c_hi, c_lo) -> str:
-        t, tc = both(c_hi, c_lo)
+        t, tc = report.wall_and_cpu_ratios(c_hi, c_lo)
         return f"{t} (wall), {tc} (CPU)" if tc not in ("–", "– (timeout)") else t
 
     def per_row(c, st) -> str:

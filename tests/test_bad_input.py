@@ -152,6 +152,7 @@ BUILDERS = {
     "CustomWindows.of(params)": lambda s: CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=s),
     "TableWindows.of": lambda s: TableWindows.of(s),
     "TableWindows.of(start)": lambda s: TableWindows.of("bad_input_periods", start=s),
+    "TableWindows.of(keys)": lambda s: TableWindows.of("bad_input_periods", keys=s if s is None or isinstance(s, list) else [s]),
 }
 
 

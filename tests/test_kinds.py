@@ -133,6 +133,16 @@ DEFINITIONS = [
         "table db.periods columns opens, closes grace 1 day",
         None,
     ),
+    (
+        lambda: TableWindows.of("plans", keys=["customer", " region "]),
+        "table plans keys customer, region",
+        "TableWindows.of(plans, start, end).perKey(customer, region)",
+    ),
+    (
+        lambda: TableWindows.of("shifts", keys=["worker"], overlapping=False),
+        "table shifts keys worker non-overlapping",
+        "TableWindows.of(shifts, start, end).perKey(worker).nonOverlapping()",
+    ),
 ]
 
 
@@ -915,6 +925,33 @@ def test_table_windows_equal_the_range_join_a_user_writes(spark, kind):
     assert windowagg.metrics(got)["unwindowedRows"] == in_no_window > 0
 
 
+def test_per_key_table_windows_equal_the_range_join_on_the_key(spark):
+    """Each customer's own subscription periods (overlapping, of many sizes) against events JOIN periods
+    ON the key AND ts >= start AND ts < end and a GROUP BY; a customer with no periods has no windows."""
+    rnd = random.Random(5)
+    periods = spark.createDataFrame(
+        [(c, s, s + rnd.randrange(60, 20_000)) for c in range(8) for s in [rnd.randrange(0, 86_400) for _ in range(12)]],
+        "customer int, s long, e long",
+    ).select("customer", F.timestamp_seconds("s").alias("start"), F.timestamp_seconds("e").alias("end"))
+    events = spark.createDataFrame(
+        [(rnd.randrange(10), rnd.randrange(0, 87_000), rnd.randrange(100)) for _ in range(3_000)],
+        "customer long, t long, v long",
+    ).select("customer", F.timestamp_seconds("t").alias("ts"), "v")
+    definition = TableWindows.of(periods, keys=["customer"])
+    assert definition.key_columns == "customer"
+    got = events.groupBy("customer", window("ts", definition)).agg(F.sum("v").alias("s"), F.count("*").alias("n"))
+    got = got.select("customer", "window.start", "window.end", "s", "n")
+    p = periods.distinct()
+    on = (events.customer == p.customer) & (events.ts >= p.start) & (events.ts < p.end)
+    expected = events.join(p, on).groupBy(events.customer, "start", "end").agg(F.sum("v").alias("s"), F.count("*").alias("n"))
+    rows = sorted(got.collect())
+    assert len(rows) > 80 and {r.customer for r in rows} <= set(range(8))
+    assert rows == sorted(expected.collect())
+    assert windowagg.metrics(got)["unwindowedRows"] == events.count() - events.join(p, on, "left_semi").count()
+    with pytest.raises(AnalysisException, match="has overlapping windows for customer .*, where they were asked to be non-overlapping"):
+        events.groupBy("customer", window("ts", TableWindows.of(periods, keys=["customer"], overlapping=False))).count()
+
+
 def test_table_windows_by_name_in_sql_and_from_python(spark):
     spark.sql(
         "SELECT * FROM VALUES (TIMESTAMP'2024-01-01 00:00:00', TIMESTAMP'2024-01-01 00:10:00'), "
@@ -946,6 +983,11 @@ def test_table_windows_by_name_in_sql_and_from_python(spark):
         (lambda: TableWindows.of("t", start=1), TypeError, "start column of table windows must be a column name"),
         (lambda: TableWindows.of("t", end=""), ValueError, "end column of table windows must not be empty"),
         (lambda: TableWindows.of("t").grace(5), TypeError, "a grace period must be a str"),
+        (lambda: TableWindows.of("t", keys="customer"), TypeError, "keys of table windows must be a list of column names"),
+        (lambda: TableWindows.of("t", keys=7), TypeError, "keys of table windows must be a list of column names"),
+        (lambda: TableWindows.of("t", keys=["a, b"]), ValueError, "must name columns, one per item"),
+        (lambda: TableWindows.of("t", keys=[]), ValueError, "must name columns, one per item"),
+        (lambda: TableWindows.of("t", overlapping="no"), TypeError, "overlapping must be True or False"),
     ],
 )
 def test_table_windows_arguments_of_the_wrong_type_or_value(make, error, message):

@@ -12,7 +12,7 @@ import datetime
 import difflib
 import re
 import uuid
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from windowagg import _jvm
 
@@ -1081,11 +1081,15 @@ class TableWindows(WindowDefinition):
     start_column = _Given("of", index=1)
     #: The column holding each window's end.
     end_column = _Given("of", index=2)
+    #: The key columns of per-key windows (comma separated), or None for windows of every key.
+    key_columns = _Given("perKey")
     #: The grace period given with :meth:`grace`, or None.
     grace_period = _Given("grace")
 
     @classmethod
-    def of(cls, table: Any, start: str = "start", end: str = "end") -> "TableWindows":
+    def of(
+        cls, table: Any, start: str = "start", end: str = "end", keys: Optional[Sequence[str]] = None, overlapping: bool = True
+    ) -> "TableWindows":
         """The windows listed by ``table``, one per row, from its columns ``start`` and ``end``.
 
         :param table: a DataFrame, or the name of a table or view. A DataFrame is registered as a
@@ -1093,6 +1097,13 @@ class TableWindows(WindowDefinition):
             the definition names, so that SQL and Spark Connect read it the same way.
         :param start: the column of window starts.
         :param end: the column of window ends (the first time after the window).
+        :param keys: key columns of ``table``, for windows per key: a row is then a window of the key
+            it names only, as when the range join also joins on the key. Each must be a grouping key
+            of the aggregation, of the same name; its values are read as that key's type, and a key
+            the table does not name has no windows.
+        :param overlapping: False where the windows (of each key) must not overlap, as subscription
+            periods or shifts must not: a table where two do then fails the query when it is
+            analyzed, naming both.
         :raises TypeError: for a table that is neither a str nor a DataFrame, or column names that
             are not str.
         :raises ValueError: for an empty name. Problems of the table itself (a missing column, a
@@ -1104,6 +1115,11 @@ class TableWindows(WindowDefinition):
                 raise TypeError(f"the {what} of table windows must be a column name (a str), not {type(value).__name__}")
             if not value.strip():
                 raise ValueError(f"the {what} of table windows must not be empty")
+        if keys is not None:
+            if not isinstance(keys, (list, tuple)) or not all(isinstance(k, str) for k in keys):
+                raise TypeError(f"the keys of table windows must be a list of column names (str), not {keys!r}")
+            if not keys or not all(k.strip() and "," not in k for k in keys):
+                raise ValueError(f"the keys of table windows must name columns, one per item: {keys!r}")
         if isinstance(table, str):
             if not table.strip():
                 raise ValueError("the table name of table windows must not be empty")
@@ -1115,7 +1131,12 @@ class TableWindows(WindowDefinition):
             raise TypeError(
                 f"table windows are read from a DataFrame or a table name (a str), not {type(table).__name__}"
             )
-        return cls._called("of", name, start.strip(), end.strip())
+        if not isinstance(overlapping, bool):
+            raise TypeError(f"overlapping must be True or False, not {overlapping!r}")
+        windows = cls._called("of", name, start.strip(), end.strip())
+        if keys is not None:
+            windows = windows._then("perKey", ", ".join(k.strip() for k in keys))
+        return windows if overlapping else windows._then("nonOverlapping")
 
     def grace(self, grace: GraceLike) -> "TableWindows":
         """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`).

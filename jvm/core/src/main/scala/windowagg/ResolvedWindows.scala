@@ -56,6 +56,15 @@ trait ResolvedWindows extends Serializable {
    */
   def holds(time: Long): Boolean = true
 
+  /**
+   * Whether each key has windows of its own (a table of windows per key): then the engine works with
+   * `ofKey` of each key it holds, never with these windows themselves.
+   */
+  def perKey: Boolean = false
+
+  /** The windows of the key whose grouping values (Spark's internal values, in the grouping keys' order) are `key`. */
+  def ofKey(key: IndexedSeq[Any]): ResolvedWindows = this
+
   /** Whether windows ever become final; a kind whose windows never close (unlimited) can only emit updates. */
   def everFinal: Boolean = true
 

@@ -14,6 +14,9 @@ import windowagg.core.{TimeSpan, WindowError}
  * the windows' bounds cut the time line into slices, each key aggregates one partial per slice,
  * and each window combines the partials of its slices.
  *
+ * With key columns ([[perKey]]) each row is a window of the keys it names: each key has its own
+ * windows, as when the range join also joins on the key, and a key the table does not name has none.
+ *
  * The definition names the table; windowagg's Spark layer reads it when a query is analyzed (a
  * streaming query: once, when it starts) and ships the windows with the plan. A checkpoint records
  * the windows it was written with, so a streaming query restarted over a changed table fails,
@@ -23,43 +26,76 @@ final class TableWindows private (
     val table: String,
     val startColumn: String,
     val endColumn: String,
+    val keyColumns: Seq[String],
+    val disjoint: Boolean,
     val gracePeriod: Option[TimeSpan],
-    val listed: Option[TableWindows.Listed]) extends WindowDefinition {
+    val listed: Option[TableWindows.Read]) extends WindowDefinition {
 
   /** How long after a window's end records may still arrive (streaming); see [[SlidingWindows.grace(afterWindowEnd:String)* SlidingWindows.grace]]. */
   def grace(afterWindowEnd: String): TableWindows = copy(gracePeriod = Some(WindowSpec.grace(afterWindowEnd)))
   def grace(afterWindowEnd: Duration): TableWindows = copy(gracePeriod = Some(WindowSpec.grace(afterWindowEnd)))
 
+  /**
+   * Each key's own windows: a row is a window of the key named by its columns `columns` (comma
+   * separated), joined with the aggregation's grouping keys of the same names.
+   */
+  def perKey(columns: String): TableWindows = {
+    val named = Option(columns).toSeq.flatMap(_.split(",")).map(_.trim)
+    if (named.isEmpty || named.exists(_.isEmpty)) throw WindowError(s"'$columns' names no key columns; write them as 'customer, region'")
+    named.groupBy(_.toLowerCase(java.util.Locale.ROOT)).collectFirst { case (_, same) if same.length > 1 =>
+      throw WindowError(s"the key column ${same.head} of table windows is named twice")
+    }
+    new TableWindows(table, startColumn, endColumn, named, disjoint, gracePeriod, None)
+  }
+
+  /**
+   * Asks that no two windows (of one key, for per-key windows) overlap, as subscription periods or
+   * shifts must not: a table where two do fails the query when it is read, naming them.
+   */
+  def nonOverlapping(): TableWindows = new TableWindows(table, startColumn, endColumn, keyColumns, true, gracePeriod, None)
+
   /** This definition with the windows read from its table (what windowagg's Spark layer does at analysis). */
-  def withWindows(windows: TableWindows.Listed): TableWindows = copy(listed = Some(windows))
+  def withWindows(windows: TableWindows.Listed): TableWindows = {
+    if (keyColumns.nonEmpty) throw WindowError(s"the windows of table $table are per key: give each key's windows")
+    withWindows(TableWindows.Read(Map(Seq.empty[Any] -> windows)))
+  }
 
-  private def copy(gracePeriod: Option[TimeSpan] = gracePeriod, listed: Option[TableWindows.Listed] = listed): TableWindows =
-    new TableWindows(table, startColumn, endColumn, gracePeriod, listed)
+  /** This definition with each key's windows, keyed by the values of its key columns, as the reader holds them. */
+  def withWindows(windows: TableWindows.Read): TableWindows = copy(listed = Some(windows))
 
-  override def resolve(timeline: Timeline): TableWindows.Resolved = {
+  private def copy(gracePeriod: Option[TimeSpan] = gracePeriod, listed: Option[TableWindows.Read] = listed): TableWindows =
+    new TableWindows(table, startColumn, endColumn, keyColumns, disjoint, gracePeriod, listed)
+
+  override def resolve(timeline: Timeline): EnumeratedWindows = {
     val windows = listed.getOrElse(throw WindowError(
       s"the windows of table $table are read by windowagg's Spark session extension when a query is analyzed; " +
         "this definition has not been read"))
-    TableWindows.Resolved(windows.starts, windows.ends, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    val grace = gracePeriod.map(_.toTicks(timeline, "grace period"))
+    def resolved(l: TableWindows.Listed) = TableWindows.Resolved(l.starts, l.ends, grace)
+    if (keyColumns.isEmpty) resolved(windows.byKey.getOrElse(Seq.empty, TableWindows.Listed(Array.emptyLongArray, Array.emptyLongArray)))
+    else TableWindows.ResolvedByKey(keyColumns, windows.byKey.map { case (k, l) => k -> resolved(l) }, grace, Array.emptyIntArray)
   }
 
   override def spec: String = {
     val columns = if (startColumn == TableWindows.DefaultStart && endColumn == TableWindows.DefaultEnd) "" else s" columns $startColumn, $endColumn"
-    s"table $table$columns${WindowSpec.graceSpec(gracePeriod)}"
+    val keys = if (keyColumns.isEmpty) "" else s" keys ${keyColumns.mkString(", ")}"
+    s"table $table$columns$keys${if (disjoint) " non-overlapping" else ""}${WindowSpec.graceSpec(gracePeriod)}"
   }
 
   /** The windows themselves, once read: state kept by slices of one table cannot serve another. */
   override def stateIdentity: String = spec + listed.map(l => s" (${l.size} windows, content ${l.fingerprint})").getOrElse("")
 
   override def toString: String =
-    s"TableWindows.of($table, $startColumn, $endColumn)" + gracePeriod.map(g => s".grace($g)").getOrElse("") +
-      listed.map(l => s" (${l.size} windows)").getOrElse("")
+    s"TableWindows.of($table, $startColumn, $endColumn)" + (if (keyColumns.isEmpty) "" else s".perKey(${keyColumns.mkString(", ")})") +
+      (if (disjoint) ".nonOverlapping()" else "") +
+      gracePeriod.map(g => s".grace($g)").getOrElse("") + listed.map(l => s" (${l.size} windows)").getOrElse("")
   override def equals(other: Any): Boolean = other match {
     case o: TableWindows =>
-      o.table == table && o.startColumn == startColumn && o.endColumn == endColumn && o.gracePeriod == gracePeriod && o.listed == listed
+      o.table == table && o.startColumn == startColumn && o.endColumn == endColumn && o.keyColumns == keyColumns &&
+        o.disjoint == disjoint && o.gracePeriod == gracePeriod && o.listed == listed
     case _ => false
   }
-  override def hashCode: Int = (table, startColumn, endColumn, gracePeriod, listed).hashCode
+  override def hashCode: Int = (table, startColumn, endColumn, keyColumns, disjoint, gracePeriod, listed).hashCode
 }
 
 object TableWindows extends WindowSpec.Reader {
@@ -77,7 +113,26 @@ object TableWindows extends WindowSpec.Reader {
       if (value == null || value.trim.isEmpty) throw WindowError(s"the $what of table windows must not be empty")
       value.trim
     }
-    new TableWindows(named(table, "table name"), named(startColumn, "start column"), named(endColumn, "end column"), None, None)
+    new TableWindows(named(table, "table name"), named(startColumn, "start column"), named(endColumn, "end column"), Nil, false, None, None)
+  }
+
+  /**
+   * A table's windows as read: each key's, by the values of the key columns (Spark's internal values,
+   * which the reader and the engine share), or with no key columns every key's under the empty key.
+   */
+  final case class Read(byKey: Map[Seq[Any], Listed]) {
+    def size: Int = byKey.valuesIterator.map(_.size).sum
+
+    /** A digest of the keys and their windows: equal tables give equal fingerprints. */
+    def fingerprint: String =
+      if (byKey.keySet == Set(Seq.empty)) byKey(Seq.empty).fingerprint
+      else {
+        val digest = MessageDigest.getInstance("SHA-256")
+        byKey.toSeq.map { case (k, l) => (k.mkString("\u0000"), l.fingerprint) }.sorted.foreach { case (k, f) =>
+          digest.update(s"$k\u0001$f\u0002".getBytes(java.nio.charset.StandardCharsets.UTF_8))
+        }
+        digest.digest().take(8).map(b => f"${b & 0xff}%02x").mkString
+      }
   }
 
   /**
@@ -87,6 +142,13 @@ object TableWindows extends WindowSpec.Reader {
   final class Listed private (val starts: Array[Long], val ends: Array[Long]) extends Serializable {
     require(starts.length == ends.length)
     def size: Int = starts.length
+
+    /**
+     * The first two windows, in order of start, that overlap, if any. Sorted by start, windows overlap
+     * somewhere only if two neighbours do: where none do, each ends before the next starts.
+     */
+    def firstOverlap: Option[((Long, Long), (Long, Long))] =
+      (1 until size).find(i => starts(i) < ends(i - 1)).map(i => ((starts(i - 1), ends(i - 1)), (starts(i), ends(i))))
 
     /** A digest of the windows: equal tables give equal fingerprints, and a changed window changes it. */
     def fingerprint: String = {
@@ -132,10 +194,11 @@ object TableWindows extends WindowSpec.Reader {
   }
 
   override val keywords: Seq[String] = Seq("table")
-  override val clauseWords: Seq[String] = Seq("columns")
-  override val usage: String = "table <table or view> [columns <start column>, <end column>] [grace <length>]"
+  override val clauseWords: Seq[String] = Seq("columns", "keys", "non-overlapping")
+  override val usage: String =
+    "table <table or view> [columns <start column>, <end column>] [keys <column>, ...] [non-overlapping] [grace <length>]"
   override def read(keyword: String, spec: WindowSpec.Clauses): WindowDefinition = {
-    spec.only(Seq("columns", "grace"))
+    spec.only(Seq("columns", "keys", "non-overlapping", "grace"))
     if (spec.lead.isEmpty || spec.lead.exists(_.isWhitespace)) throw WindowError(s"'${spec.text}' names no table: $usage")
     val windows = spec.clause("columns") match {
       case None => of(spec.lead)
@@ -144,7 +207,13 @@ object TableWindows extends WindowSpec.Reader {
         case _ => throw WindowError(s"'${spec.text}': write the columns as 'columns <start column>, <end column>'")
       }
     }
-    spec.grace.fold(windows)(g => windows.grace(g.spec))
+    val keyed = spec.clause("keys").fold(windows)(windows.perKey)
+    val disjoint = spec.clause("non-overlapping") match {
+      case None => keyed
+      case Some("") => keyed.nonOverlapping()
+      case Some(other) => throw WindowError(s"'${spec.text}': 'non-overlapping' takes nothing after it, got '$other'")
+    }
+    spec.grace.fold(disjoint)(g => disjoint.grace(g.spec))
   }
 
   /**
@@ -158,14 +227,19 @@ object TableWindows extends WindowSpec.Reader {
     override def maxSpan: Long = maxSize - 1
     override def partialsSpanTimes: Boolean = true
 
-    /** Times before the first bound are in no window, each its own slice. */
-    override def sliceStart(time: Long): Long = {
-      val i = lastAtOrBefore(bounds, time)
-      if (i < 0) time else bounds(i)
-    }
-
     // built where the windows are used (each task), not shipped with them
     @transient private lazy val index = new SliceIndex(bounds, starts, ends)
+    /** Whether some window holds slice k, `[bounds(k), bounds(k + 1))`. */
+    @transient private lazy val heldSlices: Array[Boolean] = Array.tabulate(bounds.length)(k => index.latestEnd(k) != Long.MinValue)
+
+    /**
+     * Times in no window (before the first window, in gaps, after the last) are one slice,
+     * Long.MinValue: a key's rows there fold into one partial before the shuffle, whatever their times.
+     */
+    override def sliceStart(time: Long): Long = {
+      val i = lastAtOrBefore(bounds, time)
+      if (i < 0 || !heldSlices(i)) Long.MinValue else bounds(i)
+    }
 
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
       val slice = lastAtOrBefore(bounds, time)
@@ -183,7 +257,7 @@ object TableWindows extends WindowSpec.Reader {
 
     override def holds(time: Long): Boolean = {
       val slice = lastAtOrBefore(bounds, time)
-      slice >= 0 && index.latestEnd(slice) != Long.MinValue
+      slice >= 0 && heldSlices(slice)
     }
 
     override def closesAt(time: Long): Long = {
@@ -199,6 +273,47 @@ object TableWindows extends WindowSpec.Reader {
       case _ => false
     }
     override def hashCode: Int = (java.util.Arrays.hashCode(starts), java.util.Arrays.hashCode(ends), graceTicks).hashCode
+  }
+
+  /**
+   * Table windows per key: each key's own [[Resolved]] windows, by the values of the key columns, and
+   * none for a key the table does not name. `keyOrdinals` says where those values are among the
+   * aggregation's grouping keys; the planner binds them ([[bound]]). The engine asks `ofKey` for each
+   * key's windows wherever it holds the key: these windows hold no time themselves.
+   */
+  final case class ResolvedByKey(keyColumns: Seq[String], byKey: Map[Seq[Any], Resolved], graceTicks: Option[Long],
+      keyOrdinals: Array[Int]) extends EnumeratedWindows {
+    private val none = Resolved(Array.emptyLongArray, Array.emptyLongArray, graceTicks)
+
+    override val maxSpan: Long = byKey.valuesIterator.map(_.maxSpan).maxOption.getOrElse(none.maxSpan)
+    override def partialsSpanTimes: Boolean = true
+    override def perKey: Boolean = true
+
+    /** These windows, with the key columns found at `ordinals` of the grouping keys. */
+    def bound(ordinals: Array[Int]): ResolvedByKey = {
+      require(ordinals.length == keyColumns.length)
+      copy(keyOrdinals = ordinals)
+    }
+
+    override def ofKey(key: IndexedSeq[Any]): ResolvedWindows = {
+      if (keyOrdinals.length != keyColumns.length) throw new IllegalStateException("per-key table windows used before their key columns were bound")
+      byKey.getOrElse(keyOrdinals.toSeq.map(key), none)
+    }
+
+    private def unkeyed: Nothing = throw new IllegalStateException("per-key table windows are used through ofKey")
+    override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = unkeyed
+    override def sliceStart(time: Long): Long = unkeyed
+    override def holds(time: Long): Boolean = unkeyed
+    override def closesAt(time: Long): Long = unkeyed
+
+    override def equals(other: Any): Boolean = other match {
+      case o: ResolvedByKey =>
+        o.keyColumns == keyColumns && o.byKey == byKey && o.graceTicks == graceTicks && o.keyOrdinals.sameElements(keyOrdinals)
+      case _ => false
+    }
+    // plans hash their expressions often; every key's windows are hashed once
+    @transient private lazy val hash = (keyColumns, byKey, graceTicks, keyOrdinals.toSeq).hashCode
+    override def hashCode: Int = hash
   }
 
   /**

@@ -16,7 +16,7 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
   private val timeline = Timeline.timestamp(ZoneOffset.UTC)
 
   private def resolved(windows: Seq[(Long, Long)]): TableWindows.Resolved =
-    TableWindows.of("t").withWindows(TableWindows.Listed(windows.map(_._1).toArray, windows.map(_._2).toArray)).resolve(timeline)
+    TableWindows.of("t").withWindows(TableWindows.Listed(windows.map(_._1).toArray, windows.map(_._2).toArray)).resolve(timeline).asInstanceOf[TableWindows.Resolved]
 
   test("a time's windows are those holding it, and its slice is held whole by each window or not at all") {
     for (seed <- 1 to 20) {
@@ -41,6 +41,7 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
           kind.holds(kind.sliceStart(t)) shouldBe holding.nonEmpty
           val slice = kind.sliceStart(t)
           slice should be <= t
+          kind.sliceStart(slice) shouldBe slice // a partial time is its own
           // every time from the slice's start to t is in exactly the same windows
           windows.distinct.filter { case (s, e) => s <= slice && slice < e }.sorted shouldBe holding.sorted
         }
@@ -68,10 +69,14 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
     }
   }
 
-  test("an empty table holds no time") {
+  test("an empty table holds no time; times in no window are one slice") {
     val kind = resolved(Nil)
     kind.holds(0L) shouldBe false
-    kind.sliceStart(5L) shouldBe 5L
+    kind.sliceStart(5L) shouldBe Long.MinValue
+    val some = resolved(Seq((10L, 20L), (30L, 40L)))
+    Seq(-5L, 9L, 20L, 29L, 40L, 1000L).map(some.sliceStart).distinct shouldBe Seq(Long.MinValue)
+    Seq(10L, 19L, 30L, 39L).map(some.sliceStart) shouldBe Seq(10L, 10L, 30L, 30L)
+    some.holds(Long.MinValue) shouldBe false
   }
 
   test("the spec names the table and its columns, reads back equal, and an unread table says so") {
@@ -90,7 +95,51 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
     intercept[WindowError](TableWindows.Listed(Array(Long.MinValue), Array(Long.MaxValue))).getMessage should include("longer than")
     listed.fingerprint shouldBe TableWindows.Listed(Array(1L, 5L), Array(3L, 9L)).fingerprint
     listed.fingerprint should not be TableWindows.Listed(Array(1L, 5L), Array(3L, 10L)).fingerprint
+    listed.firstOverlap shouldBe None
+    TableWindows.Listed(Array(0L, 10L, 20L), Array(10L, 20L, 30L)).firstOverlap shouldBe None // touching is not overlapping
+    TableWindows.Listed(Array(0L, 10L, 15L), Array(10L, 20L, 16L)).firstOverlap shouldBe Some(((10L, 20L), (15L, 16L)))
+    TableWindows.Listed(Array(0L, 2L, 50L), Array(100L, 3L, 60L)).firstOverlap shouldBe Some(((0L, 100L), (2L, 3L)))
     val read = TableWindows.of("t").withWindows(listed)
     read.stateIdentity shouldBe s"table t (2 windows, content ${listed.fingerprint})"
+  }
+
+  test("per-key windows: the spec round trip, each key's own windows, none for a key the table does not name") {
+    val definition = TableWindows.of("periods", "opens", "closes").perKey("customer, region").grace("1 minute")
+    definition.spec shouldBe "table periods columns opens, closes keys customer, region grace 1 minute"
+    WindowSpec.parse(definition.spec) shouldBe definition
+    val disjoint = definition.nonOverlapping()
+    disjoint.spec shouldBe "table periods columns opens, closes keys customer, region non-overlapping grace 1 minute"
+    WindowSpec.parse(disjoint.spec) shouldBe disjoint
+    disjoint should not be definition
+    intercept[WindowError](WindowSpec.parse("table t non-overlapping yes")).getMessage should include("takes nothing after it")
+    intercept[WindowError](TableWindows.of("t").perKey("a, A")).getMessage should include("named twice")
+    intercept[WindowError](TableWindows.of("t").perKey(" ")).getMessage should include("names no key columns")
+    intercept[WindowError](definition.withWindows(TableWindows.Listed(Array(1L), Array(2L)))).getMessage should include("per key")
+
+    val a = TableWindows.Listed(Array(0L, 5L), Array(10L, 7L))
+    val b = TableWindows.Listed(Array(100L), Array(200L))
+    val read = TableWindows.Read(Map(Seq[Any]("a", 1) -> a, Seq[Any]("b", 1) -> b))
+    val resolved = definition.withWindows(read).resolve(timeline).asInstanceOf[TableWindows.ResolvedByKey]
+    resolved.perKey shouldBe true
+    resolved.maxSpan shouldBe 99L
+    // grouping keys (region, n, customer): the key columns are found at ordinals 2 and 0
+    val bound = resolved.bound(Array(2, 0))
+    def windowsOf(key: IndexedSeq[Any], t: Long): Seq[(Long, Long)] = {
+      val found = Seq.newBuilder[(Long, Long)]
+      bound.ofKey(key).asInstanceOf[EnumeratedWindows].foreachWindow(t)((s, e) => found += ((s, e)))
+      found.result().sorted
+    }
+    windowsOf(IndexedSeq(1, "x", "a"), 6L) shouldBe Seq((0L, 10L), (5L, 7L))
+    windowsOf(IndexedSeq(1, "x", "b"), 6L) shouldBe Nil
+    windowsOf(IndexedSeq(1, "x", "b"), 150L) shouldBe Seq((100L, 200L))
+    bound.ofKey(IndexedSeq(2, "x", "a")).holds(6L) shouldBe false
+    intercept[IllegalStateException](resolved.ofKey(IndexedSeq("a", 1)))
+    intercept[IllegalStateException](bound.holds(6L))
+
+    // the state identity follows every key's windows
+    val changed = TableWindows.Read(Map(Seq[Any]("a", 1) -> a, Seq[Any]("b", 1) -> TableWindows.Listed(Array(100L), Array(201L))))
+    definition.withWindows(read).stateIdentity should not be definition.withWindows(changed).stateIdentity
+    definition.withWindows(read).stateIdentity shouldBe definition.withWindows(TableWindows.Read(read.byKey.toSeq.reverse.toMap)).stateIdentity
+    definition.withWindows(read).stateIdentity should include("(3 windows, content ")
   }
 }

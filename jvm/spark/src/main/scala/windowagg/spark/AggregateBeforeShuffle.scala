@@ -4,7 +4,8 @@ import java.util.Locale
 
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate._
-import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, CodegenFallback, ExprCode}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, LongType}
@@ -98,7 +99,7 @@ object AggregateBeforeShuffle {
    */
   def plan(keys: Seq[Attribute], time: Attribute, windows: ResolvedWindows, functions: Seq[AggregateFunction],
       filters: Seq[Expression], child: SparkPlan): (SparkPlan, Partials) = {
-    val partialTime = Alias(PartialTimeOf(time, windows), "_partial_time")()
+    val partialTime = Alias(if (windows.perKey) PartialTimeOfKey(time, keys, windows) else PartialTimeOf(time, windows), "_partial_time")()
     val aggregates = (Count(Literal(1)) +: functions).zip(Literal.TrueLiteral +: filters).map { case (f, filter) =>
       AggregateExpression(f, Partial, isDistinct = false, Option(filter).filterNot(_ == Literal.TrueLiteral))
     }
@@ -127,4 +128,26 @@ case class PartialTimeOf(time: Expression, windows: ResolvedWindows) extends Una
 
   override def toString: String = s"partial_time($time)"
   override protected def withNewChildInternal(newChild: Expression): PartialTimeOf = copy(time = newChild)
+}
+
+/**
+ * [[PartialTimeOf]] where each key has its own windows ([[ResolvedWindows.perKey]]): the row's key
+ * picks them. Rows before the shuffle come in no key order, so each is looked up (interpreted).
+ */
+case class PartialTimeOfKey(time: Expression, keys: Seq[Expression], windows: ResolvedWindows) extends Expression with CodegenFallback {
+  override def children: Seq[Expression] = time +: keys
+  override def dataType: DataType = LongType
+  override def nullable: Boolean = time.nullable
+
+  @transient private lazy val keyWindows = new WindowsOfKey(windows, keys.map(_.dataType))
+  @transient private lazy val keyOf = UnsafeProjection.create(keys)
+
+  override def eval(input: InternalRow): Any = {
+    val t = time.eval(input)
+    if (t == null) null else keyWindows(keyOf(input)).partialTime(t.asInstanceOf[Number].longValue)
+  }
+
+  override def toString: String = s"partial_time($time, ${keys.mkString(", ")})"
+  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PartialTimeOfKey =
+    copy(time = newChildren.head, keys = newChildren.tail)
 }

@@ -1,6 +1,7 @@
 package windowagg.spark
 
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
 
 import windowagg.ResolvedWindows
@@ -34,8 +35,9 @@ object NotWindowed {
  * the batch operator, the streaming processors and the aggregation before the shuffle. After
  * `classify` returns null, `time`, `partialTime` and `reach` describe the row.
  */
-final class RowIntake(windows: ResolvedWindows, timeColumn: TimeColumn, timeOrdinal: Int, gapOrdinal: Option[Int],
+final class RowIntake(definitionWindows: ResolvedWindows, timeColumn: TimeColumn, timeOrdinal: Int, gapOrdinal: Option[Int],
     gapType: Option[DataType]) {
+  private var windows = definitionWindows
   private val readTime = timeColumn.reader(timeOrdinal)
   private val reachOf = RowIntake.reachOf(windows, gapOrdinal, gapType)
   private val readsGap = gapOrdinal.isDefined
@@ -47,6 +49,12 @@ final class RowIntake(windows: ResolvedWindows, timeColumn: TimeColumn, timeOrdi
   var time: Long = 0L
   var partialTime: Long = 0L
   var reach: Long = 0L
+
+  /** Classifies the rows that follow by `keyWindows`: their key's own windows, where each key has its own. */
+  def use(keyWindows: ResolvedWindows): Unit = if (keyWindows ne windows) {
+    windows = keyWindows
+    heldKnown = false
+  }
 
   /** Null when the definition windows `row` (then `time`, `partialTime` and `reach` are its), else why it does not. */
   def classify(row: InternalRow): NotWindowed =
@@ -71,6 +79,39 @@ final class RowIntake(windows: ResolvedWindows, timeColumn: TimeColumn, timeOrdi
     }
     held
   }
+}
+
+/**
+ * The windows of each key: the definition's, or where each key has its own ([[ResolvedWindows.perKey]])
+ * the key's, by its grouping values (`keyTypes` in order). Each key's are looked up once and kept
+ * (up to [[WindowsOfKey.MaxKept]] keys), as rows before the shuffle come in no key order.
+ */
+final class WindowsOfKey(windows: ResolvedWindows, keyTypes: Seq[DataType]) {
+  private val kept = new java.util.HashMap[UnsafeRow, ResolvedWindows]()
+  private lazy val toUnsafe = UnsafeProjection.create(keyTypes.toArray)
+
+  def apply(key: InternalRow): ResolvedWindows =
+    if (!windows.perKey) windows
+    else {
+      val row = key match {
+        case u: UnsafeRow => u
+        case other => toUnsafe(other)
+      }
+      val found = kept.get(row)
+      if (found != null) found
+      else {
+        if (kept.size >= WindowsOfKey.MaxKept) kept.clear()
+        val copy = row.copy()
+        val ofKey = windows.ofKey(keyTypes.indices.map(i => copy.get(i, keyTypes(i))))
+        kept.put(copy, ofKey)
+        ofKey
+      }
+    }
+}
+
+object WindowsOfKey {
+  /** Keys whose windows a task keeps looked up: beyond, it starts again (a lookup costs one hash of the key's values). */
+  val MaxKept = 100000
 }
 
 object RowIntake {

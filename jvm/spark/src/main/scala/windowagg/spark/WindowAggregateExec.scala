@@ -123,7 +123,8 @@ case class WindowAggregateExec(
         case Some(i) => _.getLong(i)
         case None => _ => 1L
       }
-      val groups = new TimeGroups(rows, keyProjection, intake, rowCount, aggregates, counters, perRow = rowWindows_.isDefined)
+      val keyWindows = new WindowsOfKey(windows_, keys_.map(_.dataType))
+      val groups = new TimeGroups(rows, keyProjection, intake, keyWindows, rowCount, aggregates, counters, perRow = rowWindows_.isDefined)
       // One projection writes each output row, `result`, from (key, bounds, the buffer of each view in use).
       val bufferViews: Seq[WindowView.View] = if (withViews) Seq(WindowView.All, WindowView.New, WindowView.Expired) else Seq(WindowView.All)
       val buffers = bufferViews.map(_ => aggregates.newBufferAttributes())
@@ -160,7 +161,7 @@ case class WindowAggregateExec(
                   rowCursor = kind.rowCursor(0L, groups.partialsOfKey.map(p => Timed(p.time, p.partial)), aggregates,
                     until = None, views = withViews)(_ => groups.countUnwindowed())
                   rowCursor
-                case None => windows_.cursor(groups.partialsOfKey, aggregates)
+                case None => keyWindows(groups.key).cursor(groups.partialsOfKey, aggregates)
               }
               prefix = prefixOf(groups.key)
               input.withLeft(prefix)
@@ -213,6 +214,7 @@ private final class TimeGroups(
     rows: Iterator[InternalRow],
     keyProjection: UnsafeProjection,
     intake: RowIntake,
+    keyWindows: WindowsOfKey,
     rowCount: InternalRow => Long,
     aggregates: SparkAggregates,
     counters: RowCounters,
@@ -277,15 +279,16 @@ private final class TimeGroups(
         val row = rows.next()
         val n = rowCount(row)
         counters.read(n)
+        val key = keyProjection(row)
+        intake.use(keyWindows(key))
         val why = intake.classify(row)
-        if (why != null) skip(why, n) else add(row, intake.partialTime, intake.reach)
+        if (why != null) skip(why, n) else add(row, key, intake.partialTime, intake.reach)
       }
     }
     completed != null
   }
 
-  private def add(row: InternalRow, t: Long, reach: Long): Unit = {
-    val key = keyProjection(row)
+  private def add(row: InternalRow, key: UnsafeRow, t: Long, reach: Long): Unit = {
     if (buildingBuffer != null && !perRow && t == buildingTime && key == buildingKey) {
       aggregates.update(buildingBuffer, row)
       buildingReach = math.max(buildingReach, reach)

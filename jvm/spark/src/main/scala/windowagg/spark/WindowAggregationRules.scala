@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.toPrettySQL
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.RowWindows
+import windowagg.{RowWindows, TableWindows}
 
 /**
  * Resolution (runs to a fixed point with Spark's own rules): an Aggregate grouped by
@@ -30,7 +30,7 @@ case class PlaceWindowColumn(session: SparkSession) extends Rule[LogicalPlan] {
       }
       val grouped = windows.head
       // windows given as a table are read here, once: every later step sees them
-      val window = grouped.withTableRead(session)
+      val window = grouped.withTableRead(session, a.groupingExpressions.filterNot(_.exists(_.semanticEquals(grouped))))
       window.validated
       val alias = Alias(window, WindowGroupingExpression.ColumnName)()
       val column = alias.toAttribute
@@ -96,7 +96,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowAlias = project.projectList.collectFirst { case al @ Alias(_: WindowGroupingExpression, _) => al }.get
     val window = windowAlias.child.asInstanceOf[WindowGroupingExpression]
     val windowColumn = windowAlias.toAttribute
-    val (timeColumn, windows) = window.validated
+    val (timeColumn, unboundWindows) = window.validated
     if (window.options.processingTime) checkProcessingTime(window, child.isStreaming)
     if (window.options.expireIdleKeys.isDefined && !child.isStreaming) {
       throw WindowAggException(WindowAggError.INVALID_QUERY,
@@ -116,6 +116,20 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         case attr: Attribute => attr
         case _ => pulled.next().toAttribute
       }
+    }
+    val windows = unboundWindows match {
+      // per-key windows find their key columns among the grouping keys (read as their types, named alike)
+      case byKey: TableWindows.ResolvedByKey =>
+        val resolver = session.sessionState.conf.resolver
+        byKey.bound(byKey.keyColumns.map { name =>
+          val i = keyAttributes.indexWhere(a => resolver(a.name, name))
+          if (i < 0) {
+            throw WindowAggException(WindowAggError.INVALID_QUERY,
+              s"${window.definition} gives windows per ${byKey.keyColumns.mkString(", ")}: the aggregation must group by $name too")
+          }
+          i
+        }.toArray)
+      case other => other
     }
     def pulledOut(e: Expression, name: String): (Attribute, Option[Alias]) = e match {
       case attr: Attribute => (attr, None)

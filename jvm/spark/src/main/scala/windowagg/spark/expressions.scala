@@ -41,9 +41,12 @@ case class WindowGroupingExpression(
 
   private def checkedTimeColumn: TimeColumn = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
 
-  /** This window with its definition's table read, where the definition is windows given as a table ([[WindowsTable]]). */
-  def withTableRead(session: SparkSession): WindowGroupingExpression =
-    copy(definition = WindowsTable.read(session, definition, checkedTimeColumn, s"'${timeColumn.sql}'"))
+  /**
+   * This window with its definition's table read, where the definition is windows given as a table
+   * ([[WindowsTable]]); `groupingKeys` are the aggregation's other grouping keys, which per-key windows join.
+   */
+  def withTableRead(session: SparkSession, groupingKeys: Seq[Expression]): WindowGroupingExpression =
+    copy(definition = WindowsTable.read(session, definition, checkedTimeColumn, s"'${timeColumn.sql}'", groupingKeys))
 
   /** Checks the time column and the definition, resolved against the column; errors name the problem. */
   def validated: (TimeColumn, ResolvedWindows) = {

@@ -149,4 +149,116 @@ class TableWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     query(MemoryStream[(String, Long, Long)](spark)).writeStream.format("noop").outputMode("append")
       .option("checkpointLocation", checkpoint.toString).start().stop()
   }
+
+  /** Per-key periods of `periods`: keys k0, k1 and k2 (k3 has none), each with its own windows. */
+  private def registerPerKey(name: String, seed: Long): Unit = {
+    import spark.implicits._
+    Seq("k0", "k1", "k2").zipWithIndex.flatMap { case (k, i) => periods(seed * 10 + i, 15, 300).map { case (s, e) => (k, s, e) } }
+      .toDF("customer", "s", "e").select(col("customer").as("k"), timestamp_micros(col("s")).as("opens"),
+        timestamp_micros(col("e")).as("closes"))
+      .createOrReplaceTempView(name)
+  }
+
+  test("per-key windows equal the range join on the key, in the DataFrame API and SQL, aggregated before the shuffle or not") {
+    for (seed <- 1 to 3; mode <- Seq("auto", "never")) {
+      spark.conf.set(AggregateBeforeShuffle.Conf, mode)
+      try {
+        registerPerKey("key_periods", seed)
+        eventFrame(events(seed, 2000, 320)).createOrReplaceTempView("events")
+        val expected = sorted(spark.sql(
+          """SELECT e.k, p.opens, p.closes, sum(v), count(*) FROM events e
+            |JOIN (SELECT DISTINCT k, opens, closes FROM key_periods) p ON e.k = p.k AND ts >= p.opens AND ts < p.closes
+            |GROUP BY e.k, p.opens, p.closes""".stripMargin))
+        assert(expected.length > 30 && expected.map(_.getString(0)).toSet == Set("k0", "k1", "k2"))
+        val definition = TableWindows.of("key_periods", "opens", "closes").perKey("k")
+        val api = spark.table("events").groupBy(col("k"), window(col("ts"), definition))
+          .agg(sum("v"), count(lit(1))).select("k", "window.start", "window.end", "sum(v)", "count(1)")
+        assert(sorted(api) == expected, s"seed $seed, $mode")
+        val inNoWindow = spark.sql(
+          """SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM key_periods p
+            |WHERE e.k = p.k AND ts >= p.opens AND ts < p.closes)""".stripMargin).head().getLong(0)
+        assert(windowagg.functions.metrics(api).get("unwindowedRows") == inNoWindow, "k3's rows and those between periods")
+        val sql = spark.sql(
+          """SELECT k, window.start, window.end, sum(v), count(*) FROM events
+            |GROUP BY k, windows(ts, 'table key_periods columns opens, closes keys k')""".stripMargin)
+        assert(sorted(sql) == expected, s"seed $seed, $mode")
+        val table = spark.sql(
+          """SELECT * FROM window_agg(TABLE(events) PARTITION BY k ORDER BY (ts), 'table key_periods columns opens, closes keys k',
+            |'sum(v) AS s, count(1) AS n')""".stripMargin)
+        assert(sorted(table) == expected, s"seed $seed, $mode")
+      } finally spark.conf.unset(AggregateBeforeShuffle.Conf)
+    }
+  }
+
+  test("per-key windows: the key columns must be grouping keys, of a type they read as, never null") {
+    import spark.implicits._
+    registerPerKey("checked_periods", 1)
+    val events = Seq(("k0", 1, new java.sql.Timestamp(0L))).toDF("k", "n", "ts")
+    def refused(df: => DataFrame): String = intercept[AnalysisException](df).getMessage
+    val perK = TableWindows.of("checked_periods", "opens", "closes").perKey("k")
+    assert(refused(events.groupBy(col("n"), window(col("ts"), perK)).count())
+      .contains("gives windows per k: the aggregation must group by k too"))
+    assert(refused(events.groupBy(col("k"), window(col("ts"), TableWindows.of("checked_periods", "opens", "closes").perKey("k, region")))
+      .count()).contains("group by region too"))
+    assert(refused(events.groupBy(col("k"), col("n"), window(col("ts"), TableWindows.of("checked_periods", "opens", "closes").perKey("n")))
+      .count()).contains("has no key column 'n'"))
+    spark.sql("SELECT map(1, 2) AS n, TIMESTAMP'2024-01-01 00:00:00' AS opens, TIMESTAMP'2024-01-02 00:00:00' AS closes")
+      .createOrReplaceTempView("map_key_periods")
+    assert(refused(events.groupBy(col("n"), window(col("ts"), TableWindows.of("map_key_periods", "opens", "closes").perKey("n"))).count())
+      .contains("has a key column 'n' of type MAP<INT, INT>, which cannot be read as the grouping key's type INT"))
+    spark.sql("SELECT CAST(NULL AS STRING) AS k, TIMESTAMP'2024-01-01 00:00:00' AS opens, TIMESTAMP'2024-01-02 00:00:00' AS closes")
+      .createOrReplaceTempView("null_key_periods")
+    assert(refused(events.groupBy(col("k"), window(col("ts"), TableWindows.of("null_key_periods", "opens", "closes").perKey("k"))).count())
+      .contains("has a row with a null key k, or one that does not read as STRING (window starting 2024-01-01"))
+    spark.sql("SELECT 'k0' AS k, TIMESTAMP'2024-01-02 00:00:00' AS opens, TIMESTAMP'2024-01-01 00:00:00' AS closes")
+      .createOrReplaceTempView("inverted_key_periods")
+    assert(refused(events.groupBy(col("k"), window(col("ts"), TableWindows.of("inverted_key_periods", "opens", "closes").perKey("k"))).count())
+      .contains("has a row that is not a window for k k0: the window [2024-01-02"))
+    spark.sql("SELECT * FROM VALUES ('k0', TIMESTAMP'2024-01-01 00:00:00', TIMESTAMP'2024-01-03 00:00:00'), " +
+      "('k0', TIMESTAMP'2024-01-02 00:00:00', TIMESTAMP'2024-01-04 00:00:00'), " +
+      "('k1', TIMESTAMP'2024-01-02 00:00:00', TIMESTAMP'2024-01-04 00:00:00') AS t(k, opens, closes)")
+      .createOrReplaceTempView("overlapping_key_periods")
+    val overlapping = TableWindows.of("overlapping_key_periods", "opens", "closes").perKey("k")
+    assert(events.groupBy(col("k"), window(col("ts"), overlapping)).count().collect().isEmpty, "overlapping windows are fine unless asked")
+    assert(refused(events.groupBy(col("k"), window(col("ts"), overlapping.nonOverlapping())).count())
+      .contains("has overlapping windows for k k0, where they were asked to be non-overlapping: [2024-01-01T00:00 UTC, 2024-01-03T00:00 UTC) and [2024-01-02T00:00 UTC"))
+    // a key read as the grouping key's type: integral keys of another width join
+    Seq((1L, 0L, 10L)).toDF("n", "s", "e").select(col("n"), timestamp_seconds(col("s")).as("opens"), timestamp_seconds(col("e")).as("closes"))
+      .createOrReplaceTempView("long_key_periods")
+    val joined = events.groupBy(col("n"), window(col("ts"), TableWindows.of("long_key_periods", "opens", "closes").perKey("n"))).count()
+    assert(joined.collect().map(_.getLong(2)).toSeq == Seq(1L))
+  }
+
+  test("per-key windows in streaming equal batch, with rows combined before the shuffle") {
+    import spark.implicits._
+    val rows = events(11, 600, 300).map { case (k, t, v) => (k, t + 1000000000L, v) }
+    Seq("k0", "k1", "k2").zipWithIndex.flatMap { case (k, i) => periods(30 + i, 15, 300).map { case (s, e) => (k, s + 1000000000L, e + 1000000000L) } }
+      .toDF("k", "s", "e").select(col("k"), timestamp_micros(col("s")).as("opens"), timestamp_micros(col("e")).as("closes"))
+      .createOrReplaceTempView("stream_key_periods")
+    val definition = TableWindows.of("stream_key_periods", "opens", "closes").perKey("k")
+    val expected = sorted(eventFrame(rows).groupBy(col("k"), window(col("ts"), definition)).agg(sum("v").as("s"))
+      .select("k", "window.start", "window.end", "s"))
+    assert(expected.length > 20)
+    val input = MemoryStream[(String, Long, Long)](spark)
+    val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+      .withWatermark("ts", "10 minutes")
+      .groupBy(col("k"), window(col("ts"), definition)).agg(sum("v").as("s"))
+      .select("k", "window.start", "window.end", "s")
+    val running = stream.writeStream.format("memory").queryName("table_key_windows_stream").outputMode("append").start()
+    var combined = 0L
+    try {
+      rows.grouped(200).foreach { batch =>
+        input.addData(batch)
+        running.processAllAvailable()
+        val execution = running.asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper].streamingQuery.lastExecution
+        combined += execution.executedPlan.collect { case i: streaming.StreamingIntakeExec => i.metrics("combinedRows").value }.sum
+      }
+      input.addData(Seq(("k0", 9000000000L, 0L)))
+      running.processAllAvailable()
+      input.addData(Seq(("k0", 9900000000L, 0L)))
+      running.processAllAvailable()
+    } finally running.stop()
+    assert(combined > 0, "rows were combined per key and slice before the shuffle")
+    assert(sorted(spark.table("table_key_windows_stream")) == expected)
+  }
 }

@@ -45,6 +45,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day),
     Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), 10 * minute),
     Kind("table: overlapping windows of many sizes, with gaps", TableWindows.of(WindowsTableName), 10 * minute),
+    Kind("table per key: each key its own windows, k2 none", TableWindows.of(KeyWindowsTableName).perKey("k"), 10 * minute),
     // Storm's windows; count windows break ties by v, as the brute force orders rows
     Kind("count: every row (Storm's Count(5))", CountWindows.of(5).tieBreak("v"), 10 * minute),
     Kind("count: every 3 rows", CountWindows.of(7).slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
@@ -61,17 +62,28 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     // windows of 5 seconds to 4 minutes over the times every test draws (late rows come up to 12 spans after the epoch)
     val rnd = new Random(17)
     val span = 10 * minute * 1000000L
-    Seq.fill(120) {
+    def drawn(n: Int): Seq[(Long, Long)] = Seq.fill(n) {
       val start = -span + (rnd.nextDouble() * 13 * span).toLong
       (start, start + 5000000L + rnd.nextInt(236) * 1000000L)
-    }.toDF("s", "e").select(timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
+    }
+    drawn(120).toDF("s", "e").select(timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
       .createOrReplaceTempView(WindowsTableName)
+    // per key: k0 and k1 (and the late-row test's key a) have windows of their own, k2 none
+    Seq("k0", "k1", "a").flatMap(k => drawn(60).map { case (s, e) => (k, s, e) }).toDF("k", "s", "e")
+      .select(col("k"), timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
+      .createOrReplaceTempView(KeyWindowsTableName)
   }
 
-  /** The definition as the engine runs it: a table's windows read. */
-  private def resolved(definition: WindowDefinition): ResolvedWindows =
-    WindowsTable.read(spark, definition, TimeColumn(org.apache.spark.sql.types.TimestampType, None), "ts")
-      .resolve(Timeline.timestamp(ZoneOffset.UTC))
+  /** The definition as the engine runs it: a table's windows read, per-key windows those of `key`. */
+  private def resolved(definition: WindowDefinition, key: String): ResolvedWindows = {
+    val grouping = org.apache.spark.sql.catalyst.expressions.AttributeReference("k", org.apache.spark.sql.types.StringType)()
+    WindowsTable.read(spark, definition, TimeColumn(org.apache.spark.sql.types.TimestampType, None), "ts", Seq(grouping))
+      .resolve(Timeline.timestamp(ZoneOffset.UTC)) match {
+      case byKey: TableWindows.ResolvedByKey =>
+        byKey.bound(Array(0)).ofKey(IndexedSeq(org.apache.spark.unsafe.types.UTF8String.fromString(key)))
+      case other => other
+    }
+  }
 
   private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
     val rnd = new Random(seed)
@@ -98,10 +110,9 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
   }.toSeq.sortBy(_.order)
 
   private def bruteForce(kind: Kind, rows: Seq[(String, Long, Long)]): Seq[Out] = {
-    val windows = resolved(kind.definition)
     rows.groupBy(_._1).toSeq.flatMap { case (k, ofKey) =>
       // rows sharing a time in the order of v: the tie-break the count kinds name
-      BruteForceKinds.windows(windows, ofKey.map(r => (r._2, r._3)).sortBy(_._2)).map { case ((start, end), records) =>
+      BruteForceKinds.windows(resolved(kind.definition, k), ofKey.map(r => (r._2, r._3)).sortBy(_._2)).map { case ((start, end), records) =>
         val values = records.map(_._2)
         Out(k, start, end, values.sum, values.length.toLong, values.sorted)
       }
@@ -188,7 +199,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       val query = stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit"))).agg(sum("v").as("s"))
         .writeStream.format("memory").queryName(name).outputMode("append").start()
       val span = kind.spanSeconds * 1000000L
-      val resolved = this.resolved(definition)
+      val resolved = this.resolved(definition, "a")
       def inAWindow(from: Long): Long = Iterator.iterate(from)(_ + 1000000L).find(t => resolved.holds(resolved.partialTime(t))).get
       try {
         input.addData(("a", inAWindow(span * 2), 1L))
@@ -324,6 +335,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
 
 object WindowKindConformanceSuite {
   val WindowsTableName = "conformance_windows"
+  val KeyWindowsTableName = "conformance_key_windows"
 
   /** A user kind that leaves times out: one-minute windows for odd minutes only. */
   final class OddMinutes extends EnumerableWindowDefinition {

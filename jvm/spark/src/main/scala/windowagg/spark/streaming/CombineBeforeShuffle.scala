@@ -15,7 +15,7 @@ import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.core.SessionMerging
-import windowagg.spark.{PackedRow, RowIntake}
+import windowagg.spark.{PackedRow, RowIntake, WindowsOfKey}
 
 /** How a streaming aggregation's rows combine before the shuffle (the kind's choice), and why. */
 sealed abstract class Combine(val why: String) extends Serializable {
@@ -84,7 +84,7 @@ object CombineBeforeShuffle {
       case _: Combine.PartialsByTime =>
         val partialTime = AttributeReference("_partial_time", LongType)()
         val uncertain = AttributeReference("_uncertain_row", BinaryType)()
-        val intake = StreamingIntakeExec(spec, partialTime, uncertain, child)
+        val intake = StreamingIntakeExec(spec, node.keys, partialTime, uncertain, child)
         // the spec's aggregates read its value attributes: here, the child's (the optimizer may have
         // renamed them, e.g. removing an alias of a file source's columns)
         val asChild = AttributeMap(spec.valueAttributes.zip(values))
@@ -110,8 +110,8 @@ object CombineBeforeShuffle {
  * whole (rows with a null time or in no window too), so that the aggregation combines the former
  * and carries the latter through as they are.
  */
-case class StreamingIntakeExec(spec: StreamingWindowSpec, partialTime: Attribute, uncertain: Attribute, child: SparkPlan)
-  extends UnaryExecNode {
+case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], partialTime: Attribute, uncertain: Attribute,
+    child: SparkPlan) extends UnaryExecNode {
 
   override def output: Seq[Attribute] = child.output ++ Seq(partialTime, uncertain)
   override def producedAttributes: AttributeSet = AttributeSet(Seq(partialTime, uncertain))
@@ -125,16 +125,21 @@ case class StreamingIntakeExec(spec: StreamingWindowSpec, partialTime: Attribute
 
   override protected def doExecute(): RDD[InternalRow] = {
     val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
-    val (spec_, childOutput, outputTypes) = (spec, child.output, output.map(_.dataType).toArray)
+    val (spec_, keys_, childOutput, outputTypes) = (spec, keys, child.output, output.map(_.dataType).toArray)
     val (combined, sentWhole) = (longMetric("combinedRows"), longMetric("wholeRows"))
     child.execute().mapPartitions { rows =>
       val intake = new RowIntake(spec_.windows, spec_.timeColumn, spec_.timeOrdinal, spec_.gapOrdinal, spec_.gapType)
+      // per-key windows: each row's key picks them
+      val keyWindows = new WindowsOfKey(spec_.windows, keys_.map(_.dataType))
+      val keyOf = if (spec_.windows.perKey) Some(UnsafeProjection.create(keys_, childOutput)) else None
       val pack = UnsafeProjection.create(childOutput.take(spec_.valueAttributes.length), childOutput)
       val extra = new GenericInternalRow(2)
       val joined = new JoinedRow()
       val toOutput = UnsafeProjection.create(outputTypes)
       rows.map { row =>
-        val certain = intake.classify(row) == null && spec_.windows.certainlyHeldUntil(intake.time) >= watermark
+        val windows = keyOf.fold(spec_.windows)(project => keyWindows(project(row)))
+        intake.use(windows)
+        val certain = intake.classify(row) == null && windows.certainlyHeldUntil(intake.time) >= watermark
         if (certain) {
           combined += 1
           extra.setLong(0, intake.partialTime)

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.DataType
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.spark.{NotWindowed, RowIntake, SparkAggregates, WindowView}
+import windowagg.spark.{NotWindowed, RowIntake, SparkAggregates, WindowView, WindowsOfKey}
 
 /**
  * The one streaming processor of windowed aggregations (transformWithState, event or processing
@@ -23,6 +23,7 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   @transient private var tools: TaskTools = _
   @transient private var logic: KeyLogic = _
   @transient private var input: Input = _
+  @transient private var keyWindows: WindowsOfKey = _
   @transient private var emitter: Emitter = _
   @transient private var whole: UnsafeRow = _
   @transient private var timers: Timers = _
@@ -44,6 +45,7 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
     tools = TaskTools.borrow(spec, partition)
     input = new Input(new RowIntake(spec.windows, spec.timeColumn, spec.timeOrdinal, spec.gapOrdinal, spec.gapType))
+    keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)
     timers = new Timers(spec, getHandle)
@@ -66,6 +68,7 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val keyRow = tools.keyToInternal(key).copy()
     val watermark = watermarkTicks(timerValues)
+    input.intake.use(keyWindows(keyRow))
     emitter.start(keyRow)
     // a key idle for long enough is forgotten before its new rows start it afresh
     expireIfIdle(keyRow, watermark, firing = None)

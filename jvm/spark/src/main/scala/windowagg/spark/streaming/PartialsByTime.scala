@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig, ValueState}
 
 import windowagg.core.WindowFinality
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed}
+import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
 
 /**
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
@@ -134,8 +134,17 @@ private[spark] object PartialsByTime extends StreamingKind {
     private val early: Option[Long] = spec.emission.earlyEvery
     private val firingState: Option[ValueState[Array[Byte]]] =
       early.map(_ => handle.getValueState[Array[Byte]]("firing", Encoders.BINARY, TTLConfig.NONE))
-    private val finality = new WindowFinality(spec.windows)
-    private val windows = spec.windows
+    // the windows of the key at hand (each key's own, for per-key windows), set as each call starts
+    private val keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
+    private var windows = spec.windows
+    private var finality = new WindowFinality(windows)
+    private def forKey(key: InternalRow): Unit = {
+      val ofKey = keyWindows(key)
+      if (ofKey ne windows) {
+        windows = ofKey
+        finality = new WindowFinality(ofKey)
+      }
+    }
     private val values = spec.valueAttributes.length
     // a piece: Spark's partial of rows combined before the shuffle ([[StreamingWindowSpec.partialAttributes]])
     private val piece = new UnsafeRow(spec.partialAttributes.length)
@@ -146,6 +155,7 @@ private[spark] object PartialsByTime extends StreamingKind {
     }
 
     override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
+      forKey(key)
       val progress = readProgress()
       val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
       // Windows that became final before these rows arrived are closed first: rows behind the
@@ -200,6 +210,7 @@ private[spark] object PartialsByTime extends StreamingKind {
     }
 
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
+      forKey(key)
       val progress = readProgress()
       val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
       val nextEnd = finalizeUpTo(watermark, progress, blocks, out)
@@ -209,6 +220,7 @@ private[spark] object PartialsByTime extends StreamingKind {
     }
 
     override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
+      forKey(key)
       val progress = readProgress()
       val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
       finalizeUpTo(watermark, progress, blocks, out)
