@@ -57,10 +57,16 @@ trait ResolvedWindows extends Serializable {
   def holds(time: Long): Boolean = true
 
   /**
-   * Whether each key has windows of its own (a table of windows per key): then the engine works with
-   * `ofKey` of each key it holds, never with these windows themselves.
+   * The columns that choose a key's windows, where each key has windows of its own (a table of
+   * windows per key): then the engine works with `ofKey` of each key it holds, never with these
+   * windows themselves. Empty for every other kind.
    */
-  def perKey: Boolean = false
+  def keyColumns: Seq[String] = Nil
+
+  final def perKey: Boolean = keyColumns.nonEmpty
+
+  /** These windows with `keyColumns` found at `ordinals` of the grouping keys: the planner binds them. */
+  def boundToKeys(ordinals: Array[Int]): ResolvedWindows = this
 
   /** The windows of the key whose grouping values (Spark's internal values, in the grouping keys' order) are `key`. */
   def ofKey(key: IndexedSeq[Any]): ResolvedWindows = this

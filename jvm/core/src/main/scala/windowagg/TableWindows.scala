@@ -278,19 +278,18 @@ object TableWindows extends WindowSpec.Reader {
   /**
    * Table windows per key: each key's own [[Resolved]] windows, by the values of the key columns, and
    * none for a key the table does not name. `keyOrdinals` says where those values are among the
-   * aggregation's grouping keys; the planner binds them ([[bound]]). The engine asks `ofKey` for each
+   * aggregation's grouping keys; the planner binds them ([[boundToKeys]]). The engine asks `ofKey` for each
    * key's windows wherever it holds the key: these windows hold no time themselves.
    */
-  final case class ResolvedByKey(keyColumns: Seq[String], byKey: Map[Seq[Any], Resolved], graceTicks: Option[Long],
+  final case class ResolvedByKey(override val keyColumns: Seq[String], byKey: Map[Seq[Any], Resolved], graceTicks: Option[Long],
       keyOrdinals: Array[Int]) extends EnumeratedWindows {
+    require(keyColumns.nonEmpty)
     private val none = Resolved(Array.emptyLongArray, Array.emptyLongArray, graceTicks)
 
     override val maxSpan: Long = byKey.valuesIterator.map(_.maxSpan).maxOption.getOrElse(none.maxSpan)
     override def partialsSpanTimes: Boolean = true
-    override def perKey: Boolean = true
 
-    /** These windows, with the key columns found at `ordinals` of the grouping keys. */
-    def bound(ordinals: Array[Int]): ResolvedByKey = {
+    override def boundToKeys(ordinals: Array[Int]): ResolvedByKey = {
       require(ordinals.length == keyColumns.length)
       copy(keyOrdinals = ordinals)
     }

@@ -123,7 +123,7 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
     resolved.perKey shouldBe true
     resolved.maxSpan shouldBe 99L
     // grouping keys (region, n, customer): the key columns are found at ordinals 2 and 0
-    val bound = resolved.bound(Array(2, 0))
+    val bound = resolved.boundToKeys(Array(2, 0))
     def windowsOf(key: IndexedSeq[Any], t: Long): Seq[(Long, Long)] = {
       val found = Seq.newBuilder[(Long, Long)]
       bound.ofKey(key).asInstanceOf[EnumeratedWindows].foreachWindow(t)((s, e) => found += ((s, e)))

@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.toPrettySQL
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{RowWindows, TableWindows}
+import windowagg.RowWindows
 
 /**
  * Resolution (runs to a fixed point with Spark's own rules): an Aggregate grouped by
@@ -117,19 +117,17 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         case _ => pulled.next().toAttribute
       }
     }
-    val windows = unboundWindows match {
-      // per-key windows find their key columns among the grouping keys (read as their types, named alike)
-      case byKey: TableWindows.ResolvedByKey =>
-        val resolver = session.sessionState.conf.resolver
-        byKey.bound(byKey.keyColumns.map { name =>
-          val i = keyAttributes.indexWhere(a => resolver(a.name, name))
-          if (i < 0) {
-            throw WindowAggException(WindowAggError.INVALID_QUERY,
-              s"${window.definition} gives windows per ${byKey.keyColumns.mkString(", ")}: the aggregation must group by $name too")
-          }
-          i
-        }.toArray)
-      case other => other
+    // per-key windows find their key columns among the grouping keys (named alike; read as their types)
+    val windows = if (!unboundWindows.perKey) unboundWindows else {
+      val resolver = session.sessionState.conf.resolver
+      unboundWindows.boundToKeys(unboundWindows.keyColumns.map { name =>
+        val i = keyAttributes.indexWhere(a => resolver(a.name, name))
+        if (i < 0) {
+          throw WindowAggException(WindowAggError.INVALID_QUERY,
+            s"${window.definition} gives windows per ${unboundWindows.keyColumns.mkString(", ")}: the aggregation must group by $name too")
+        }
+        i
+      }.toArray)
     }
     def pulledOut(e: Expression, name: String): (Attribute, Option[Alias]) = e match {
       case attr: Attribute => (attr, None)

@@ -77,12 +77,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
   /** The definition as the engine runs it: a table's windows read, per-key windows those of `key`. */
   private def resolved(definition: WindowDefinition, key: String): ResolvedWindows = {
     val grouping = org.apache.spark.sql.catalyst.expressions.AttributeReference("k", org.apache.spark.sql.types.StringType)()
-    WindowsTable.read(spark, definition, TimeColumn(org.apache.spark.sql.types.TimestampType, None), "ts", Seq(grouping))
-      .resolve(Timeline.timestamp(ZoneOffset.UTC)) match {
-      case byKey: TableWindows.ResolvedByKey =>
-        byKey.bound(Array(0)).ofKey(IndexedSeq(org.apache.spark.unsafe.types.UTF8String.fromString(key)))
-      case other => other
-    }
+    val windows = WindowsTable.read(spark, definition, TimeColumn(org.apache.spark.sql.types.TimestampType, None), "ts", Seq(grouping))
+      .resolve(Timeline.timestamp(ZoneOffset.UTC))
+    // the events' one grouping key, k
+    windows.boundToKeys(windows.keyColumns.map(_ => 0).toArray).ofKey(IndexedSeq(org.apache.spark.unsafe.types.UTF8String.fromString(key)))
   }
 
   private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
