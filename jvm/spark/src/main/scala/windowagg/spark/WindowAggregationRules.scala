@@ -117,15 +117,13 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         case _ => pulled.next().toAttribute
       }
     }
-    // per-key windows find their key columns among the grouping keys (named alike; read as their types)
+    // per-key windows find their key columns among the grouping keys (named alike; WindowsTable read
+    // them as those keys' types, and refused a key column that is not one)
     val windows = if (!unboundWindows.perKey) unboundWindows else {
       val resolver = session.sessionState.conf.resolver
       unboundWindows.boundToKeys(unboundWindows.keyColumns.map { name =>
         val i = keyAttributes.indexWhere(a => resolver(a.name, name))
-        if (i < 0) {
-          throw WindowAggException(WindowAggError.INVALID_QUERY,
-            s"${window.definition} gives windows per ${unboundWindows.keyColumns.mkString(", ")}: the aggregation must group by $name too")
-        }
+        if (i < 0) throw new IllegalStateException(s"the key column $name of ${window.definition} is not a grouping key")
         i
       }.toArray)
     }
