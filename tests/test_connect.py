@@ -50,7 +50,8 @@ def connect_url(tmp_path_factory):
             "--conf", "spark.sql.shuffle.partitions=2",
             "--conf", "spark.ui.enabled=false",
         ],
-        env={**os.environ, "SPARK_HOME": home},
+        # the server's Python workers (PythonWindows' function) run this interpreter, with its packages
+        env={**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # the server's JVM joins this process group, stopped with it

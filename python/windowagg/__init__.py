@@ -48,7 +48,10 @@ The kinds of windows, each a definition passed to :func:`window`:
   ``windowagg.EnumerableWindowDefinition`` (KIP-645), named with its parameters
   (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``);
 - :class:`TableWindows`: windows given as data, one per row of a table, view or DataFrame
-  (``TableWindows.of(campaign_periods, start="opens", end="closes")``).
+  (``TableWindows.of(campaign_periods, start="opens", end="closes")``);
+- :class:`PythonWindows`: windows a vectorized Python function gives each batch of times, run on
+  the executors by Spark's Arrow workers
+  (``PythonWindows.of(fiscal_quarters, "92 days 1 hour", overlapping=False)``).
 
 On a streaming DataFrame the same grouping works with a watermark (``withWatermark`` on the time
 column, or ``.grace(g)`` on the definition, ``.lag(l)`` for Storm's kinds);
@@ -71,6 +74,7 @@ from windowagg.windows import (
     CumulativeWindows,
     CustomWindows,
     DurationWindows,
+    PythonWindows,
     SessionWindows,
     SlidingWindows,
     TableWindows,
@@ -86,6 +90,7 @@ __all__ = [
     "CumulativeWindows",
     "CustomWindows",
     "DurationWindows",
+    "PythonWindows",
     "SessionWindows",
     "SlidingWindows",
     "TableWindows",

@@ -1,6 +1,7 @@
 """Finding the windowagg jar and starting Spark sessions with the windowagg extension."""
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional
 
@@ -166,7 +167,8 @@ def session(
     :param config: more Spark settings; ``spark.jars`` and ``spark.sql.extensions`` given here
         are kept and windowagg's are appended. The state store provider is set to RocksDB (which
         streaming windows need) unless ``spark.sql.streaming.stateStore.providerClass`` is given
-        here or already set on the running session.
+        here or already set on the running session. A local master's Python workers run this
+        process's interpreter (``PYSPARK_PYTHON``, unless set).
     :raises RuntimeError: when a SparkContext is already running without windowagg (stop it
         first, or start Spark with ``--jars`` and ``spark.sql.extensions``), or for Spark Connect
         (windowagg runs only in a classic, JVM-backed session).
@@ -182,6 +184,10 @@ def session(
     running = _running_conf(_STATE_STORE_CONF)
     if _STATE_STORE_CONF not in options and running is not None:
         options[_STATE_STORE_CONF] = running  # keep the running session's choice
+    if (master or options.get("spark.master", "local")).startswith("local"):
+        # Python workers of a local Spark run this interpreter (with its packages: pandas and pyarrow
+        # for PythonWindows), not whichever python3 comes first on PATH, PySpark's default
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)

@@ -8,7 +8,7 @@ server runs the jar and the extension, they call windowagg's SQL functions by na
 from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from windowagg import _jvm
-from windowagg.windows import WindowDefinition, _ensure_definition
+from windowagg.windows import PythonWindows, WindowDefinition, _ensure_definition
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -35,7 +35,8 @@ def _on_connect(col: Any) -> bool:
 
 
 def _connect_window(time_col: Union[str, "Column"], definition: WindowDefinition, options: Dict[str, str]) -> "Column":
-    """`windows(time, spec [, options])`, the SQL grouping function of every kind, called by name."""
+    """`windows(time, spec [, options] [, listing])`, the SQL grouping function of every kind, called by
+    name; the windows of :class:`PythonWindows` come in the listing column."""
     from pyspark.sql import functions as F
     from pyspark.sql.column import Column as AnyColumn
 
@@ -45,6 +46,8 @@ def _connect_window(time_col: Union[str, "Column"], definition: WindowDefinition
     args = [column, F.lit(definition.spec)]
     if options:
         args.append(F.lit(", ".join(f"{k}={v}" for k, v in options.items())))
+    if isinstance(definition, PythonWindows):
+        args.append(definition._listing(column))
     return F.call_function("windows", *args).alias("window")
 
 
@@ -127,7 +130,8 @@ def window(
         integral epoch (byte, short, int or long); TIMESTAMP in streaming.
     :param definition: the windows, e.g. ``SlidingWindows.of("10 minutes")``,
         ``TimeWindows.of("1 hour").advanceBy("10 minutes")``, ``CumulativeWindows.of("1 hour", "1 day")``
-        ``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``, or Storm's
+        ``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``,
+        ``PythonWindows.of(fiscal_quarters, "92 days 1 hour", overlapping=False)``, or Storm's
         ``CountWindows.of(30).slide(10)`` and ``DurationWindows.of("20 seconds").every("10 seconds")``.
         Windows of :class:`TimeWindows`, :class:`CumulativeWindows` and :class:`CustomWindows` are
         half-open, ``[start, end)``; Storm's duration windows are ``(end - length, end]``;
@@ -193,7 +197,10 @@ def window(
     jcol = _java_column(time_col)
     functions = _jvm.jvm_class(jvm, _FUNCTIONS)
     try:
-        if given.keys() <= {"timeUnit"}:
+        if isinstance(definition, PythonWindows):
+            listing = _java_column(definition._listing(time_col))
+            jc = functions.window(jcol, jdef, listing, given) if given else functions.window(jcol, jdef, listing)
+        elif given.keys() <= {"timeUnit"}:
             if time_unit is None:
                 jc = functions.window(jcol, jdef)
             else:

@@ -25,6 +25,9 @@ trait WindowDefinition extends Serializable {
    */
   def tieBreakColumn: Option[String] = None
 
+  /** A column in which each row lists its own windows, where the definition names one ([[ListedWindows]]). */
+  def listingColumn: Option[String] = None
+
   /** The definition in the `window_agg` spec grammar (see [[WindowSpec]]); it parses back to an equal definition. */
   def spec: String
 

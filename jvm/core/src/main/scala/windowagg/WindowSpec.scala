@@ -20,6 +20,7 @@ import windowagg.core.{TimeSpan, WindowError}
  *   duration 20 seconds every 10 seconds lag 5 seconds
  *   custom com.example.FiscalQuarters(firstMonth=2) grace 1 day
  *   table campaign_periods columns opens, closes grace 1 day
+ *   listed by quarters max size 92 days non-overlapping
  * }}}
  * A length is a duration ("1 hour 30 minutes") or a bare integer counting ticks of an integral time
  * column. This object is the one registry of built-in kinds: a kind is listed here once.
@@ -50,7 +51,7 @@ object WindowSpec {
 
   /** Every built-in kind, once. */
   val readers: Seq[Reader] = Seq(SlidingWindows, SessionWindows, TimeWindows, CumulativeWindows, CalendarWindows, UnlimitedWindows, CountWindows,
-    DurationWindows, CustomWindows, TableWindows)
+    DurationWindows, CustomWindows, TableWindows, ListedWindows)
 
   /** All kinds' grammar, one per line. */
   def grammar: String = readers.map(_.usage).mkString("\n")

@@ -47,6 +47,18 @@ object functions {
   def window(timeColumn: Column, definition: WindowDefinition, options: Map[String, String]): Column =
     windowColumn(timeColumn, definition, WindowOptions.from(options))
 
+  /**
+   * Windows each row lists in `listing` ([[ListedWindows]]): an array of structs (start, end) of
+   * the time column's type (BIGINT ticks for an integral time column), computed by any expression.
+   * A null or empty array puts the row in no window.
+   */
+  def window(timeColumn: Column, definition: WindowDefinition, listing: Column): Column =
+    windowColumn(timeColumn, definition, WindowOptions(), Some(listing))
+
+  /** As `window(timeColumn, definition, listing)`, with the options of `window(timeColumn, definition, options)`. */
+  def window(timeColumn: Column, definition: WindowDefinition, listing: Column, options: java.util.Map[String, String]): Column =
+    windowColumn(timeColumn, definition, WindowOptions.from(Option(options).map(_.asScala).getOrElse(Map.empty)), Some(listing))
+
   def window(timeColumn: String, definition: WindowDefinition): Column = window(col(timeColumn), definition)
 
   def window(timeColumn: String, definition: WindowDefinition, timeUnit: String): Column =
@@ -78,12 +90,15 @@ object functions {
       name -> java.lang.Long.valueOf(operators.map(_.metrics(name).value).sum)
     }.toMap.asJava
 
-  private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions): Column = {
+  private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions,
+      listing: Option[Column] = None): Column = {
     if (definition == null) throw new IllegalArgumentException("the window definition must not be null")
+    if (listing.exists(_ == null)) throw new IllegalArgumentException("the column listing the windows must not be null")
     val rowLength = definition.rowLengthColumn.map(name => SparkInternals.expression(col(name)))
     val tieBreak = definition.tieBreakColumn.map(name => SparkInternals.expression(col(name)))
+    val listed = listing.orElse(definition.listingColumn.map(col)).map(SparkInternals.expression)
     SparkInternals.column(
-      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, rowLength, tieBreak),
+      WindowGroupingExpression(SparkInternals.expression(timeColumn), definition, options, rowLength, tieBreak, listed),
       WindowGroupingExpression.ColumnName)
   }
 }

@@ -2,9 +2,11 @@ package windowagg.core
 
 /**
  * The per-time partial of a key's records sharing one time, with how far that time keeps a
- * session open: `reach` = t + gap (the largest t + gap of its records for a per-record gap).
+ * session open: `reach` = t + gap (the largest t + gap of its records for a per-record gap), and
+ * for windows the records list themselves ([[windowagg.ListedWindows]]) the time's windows, as
+ * pairs (start, end); null for every other kind, whose definition lists them.
  */
-final case class Reaching[P](time: Long, reach: Long, partial: P)
+final case class Reaching[P](time: Long, reach: Long, partial: P, listed: Array[Long] = null)
 
 /**
  * All KIP-94 sessions of one key, in one pass over its per-time partials in time order: a record

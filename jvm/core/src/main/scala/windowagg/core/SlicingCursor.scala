@@ -1,8 +1,9 @@
 package windowagg.core
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
-import windowagg.{EnumeratedWindows, Window}
+import windowagg.{EnumeratedWindows, ListedWindows, Window}
 
 /**
  * The windows of an enumerable kind over one key's slice partials, by slicing: each slice's
@@ -63,7 +64,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     val t = slice.time
     // a window holding t that starts at or before the previous slice holds that slice too: it is
     // pending already, so only windows starting after it are new (one per slice for hopping windows)
-    if (anySlice) kind.foreachWindowStartingAfter(previousSlice, t)((s, e) => pending.add(Window(s, e)))
+    if (slice.listed != null) addListed(t, slice.listed)
+    else if (anySlice) kind.foreachWindowStartingAfter(previousSlice, t)((s, e) => pending.add(Window(s, e)))
     else kind.foreachWindow(t)((s, e) => pending.add(Window(s, e)))
     previousSlice = t
     anySlice = true
@@ -78,6 +80,27 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     }
     dropRuns()
   }
+
+  /**
+   * The windows a slice's records listed themselves ([[ListedWindows]]). Every window pending holds
+   * `t` (those ending at or before it are out), so `t` must list them all: more pending than listed
+   * is a window some earlier time listed and `t` does not.
+   */
+  private def addListed(t: Long, listed: Array[Long]): Unit = {
+    var i = 0
+    while (i < listed.length) {
+      val w = Window(listed(i), listed(i + 1))
+      if (!anySlice || w.start > previousSlice) pending.add(w)
+      else if (!pending.contains(w)) throw listedKind.unlisted(w.start, w.end, listedAt = t, notAt = previousSlice)
+      i += 2
+    }
+    if (pending.size != listed.length / 2) {
+      val w = pending.iterator.asScala.find(w => !(0 until listed.length by 2).exists(j => listed(j) == w.start && listed(j + 1) == w.end)).get
+      throw listedKind.unlisted(w.start, w.end, listedAt = previousSlice, notAt = t)
+    }
+  }
+
+  private def listedKind: ListedWindows.Resolved = kind.asInstanceOf[ListedWindows.Resolved]
 
   /** The aggregate of the kept slices in [start, end): the FIFO moved there, from the tree when going back. */
   private def combine(start: Long, end: Long): P = {

@@ -2,9 +2,10 @@ package windowagg.spark
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType}
+import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType, LongType}
 
-import windowagg.ResolvedWindows
+import windowagg.{ListedWindows, ResolvedWindows}
+import windowagg.core.WindowError
 
 /**
  * Why a row is in no window: one vocabulary for the batch operator's SQL metrics, the `late_reason`
@@ -36,8 +37,17 @@ object NotWindowed {
  * `classify` returns null, `time`, `partialTime` and `reach` describe the row.
  */
 final class RowIntake(definitionWindows: ResolvedWindows, timeColumn: TimeColumn, timeOrdinal: Int, gapOrdinal: Option[Int],
-    gapType: Option[DataType]) {
+    gapType: Option[DataType], listingColumn: Option[(Int, DataType)] = None) {
   private var windows = definitionWindows
+  // where rows list their own windows: the kind that checks them, and the column they are in
+  private val listed = definitionWindows match {
+    case l: ListedWindows.Resolved => l
+    case _ => null
+  }
+  require((listed == null) == listingColumn.isEmpty, "listed windows are read from their column, and only they")
+  private val listing = listingColumn.fold(-1)(_._1)
+  // partials of windows that do not overlap carry their window's end ([[AggregateBeforeShuffle.Partials]])
+  private val listingIsEnd = listingColumn.exists(_._2 == LongType)
   private val readTime = timeColumn.reader(timeOrdinal)
   private val reachOf = RowIntake.reachOf(windows, gapOrdinal, gapType)
   private val readsGap = gapOrdinal.isDefined
@@ -49,6 +59,8 @@ final class RowIntake(definitionWindows: ResolvedWindows, timeColumn: TimeColumn
   var time: Long = 0L
   var partialTime: Long = 0L
   var reach: Long = 0L
+  /** The row's windows as pairs (start, end), where rows list them ([[ListedWindows]]); null otherwise. */
+  var listedWindows: Array[Long] = null
 
   /** Classifies the rows that follow by `keyWindows`: their key's own windows, where each key has its own. */
   def use(keyWindows: ResolvedWindows): Unit = if (keyWindows ne windows) {
@@ -64,7 +76,14 @@ final class RowIntake(definitionWindows: ResolvedWindows, timeColumn: TimeColumn
       reach = reachOf(row, time)
       // only a row's own gap makes NoReach: otherwise it is the reach of a row at Long.MinValue
       if (readsGap && reach == RowIntake.NoReach) NotWindowed.InvalidGap
-      else {
+      else if (listed != null) {
+        listedWindows =
+          if (!listingIsEnd) RowIntake.listedWindows(row, listing, time, listed)
+          else if (row.isNullAt(listing)) Array.emptyLongArray
+          else listed.checked(time, Array(time, row.getLong(listing)))
+        partialTime = listed.partialTime(time, listedWindows)
+        if (listedWindows.length == 0) NotWindowed.NoWindow else null
+      } else {
         partialTime = windows.partialTime(time)
         if (holds(partialTime)) null else NotWindowed.NoWindow
       }
@@ -117,6 +136,28 @@ object WindowsOfKey {
 object RowIntake {
   /** The reach of a row whose own session gap is null or not positive: the row is not windowed. */
   val NoReach: Long = Long.MinValue
+
+  /**
+   * The windows a row at `time` lists in its column at `ordinal` (an array of structs (start, end)),
+   * as pairs (start, end), checked by `kind`; none for a null array.
+   */
+  def listedWindows(row: InternalRow, ordinal: Int, time: Long, kind: ListedWindows.Resolved): Array[Long] =
+    if (row.isNullAt(ordinal)) Array.emptyLongArray
+    else {
+      val array = row.getArray(ordinal)
+      val pairs = new Array[Long](2 * array.numElements())
+      var i = 0
+      while (i < array.numElements()) {
+        val window = if (array.isNullAt(i)) null else array.getStruct(i, 2)
+        if (window == null || window.isNullAt(0) || window.isNullAt(1)) {
+          throw WindowError(s"the windows listed for ${kind.timeline.format(time)} include a null window or bound; list no window instead")
+        }
+        pairs(2 * i) = window.getLong(0)
+        pairs(2 * i + 1) = window.getLong(1)
+        i += 1
+      }
+      kind.checked(time, pairs)
+    }
 
   /**
    * How far a row keeps its window open (the kind's reach: sessions' t + gap), or [[NoReach]] when

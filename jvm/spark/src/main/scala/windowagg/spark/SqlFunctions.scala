@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, OneR
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
-import windowagg.{SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
+import windowagg.{ListedWindows, SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
 import windowagg.core.{TimeSpan, WindowError}
 
 /**
@@ -64,12 +64,16 @@ object SqlFunctions {
         "KIP-94 session windows [first, last] as a table",
       args => windowAgg("session_window_agg", "gap", args, sessionWindows)))
 
-  /** `windows(ts, 'spec' [, options])`. */
+  /** `windows(ts, 'spec' [, options])`, and for listed windows not naming their column `windows(ts, 'spec' [, options], listing)`. */
   private def windowsOfSpec(args: Seq[Expression]): Expression = {
-    if (args.length < 2 || args.length > 3) {
-      throw WindowAggException(WindowAggError.INVALID_QUERY, s"windows takes (time_column, spec [, options]), got ${args.length} argument(s)")
+    val definition = if (args.length >= 2) Some(definitionOfSpec(args(1), "windows")) else None
+    val listed = definition.exists(d => d.isInstanceOf[ListedWindows] && d.listingColumn.isEmpty)
+    val (usage, most) = if (listed) ("(time_column, spec [, options], listing)", 4) else ("(time_column, spec [, options])", 3)
+    if (args.length < (if (listed) 3 else 2) || args.length > most) {
+      throw WindowAggException(WindowAggError.INVALID_QUERY, s"windows takes $usage, got ${args.length} argument(s)")
     }
-    grouping(args.head, definitionOfSpec(args(1), "windows"), options(args.lift(2)))
+    val window = grouping(args.head, definition.get, options(if (listed) args.slice(2, args.length - 1).headOption else args.lift(2)))
+    if (listed) window.copy(listing = Some(args.last)) else window
   }
 
   /** `sliding_window(ts, size [, options])`; the last argument is a time unit ('seconds') or options ('emit=updates, lateRows=emit'). */
@@ -84,7 +88,7 @@ object SqlFunctions {
   /** The grouping key over `time`, reading the definition's per-row length and tie-break columns by name where it has them. */
   private def grouping(time: Expression, definition: WindowDefinition, options: WindowOptions): WindowGroupingExpression =
     WindowGroupingExpression(time, definition, options, definition.rowLengthColumn.map(UnresolvedAttribute.quotedString),
-      definition.tieBreakColumn.map(UnresolvedAttribute.quotedString))
+      definition.tieBreakColumn.map(UnresolvedAttribute.quotedString), definition.listingColumn.map(UnresolvedAttribute.quotedString))
 
   private def definitionOfSpec(spec: Expression, function: String): WindowDefinition =
     attempt(function)(WindowSpec.parse(string(spec, s"the window spec of $function")))

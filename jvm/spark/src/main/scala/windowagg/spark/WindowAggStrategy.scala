@@ -28,11 +28,11 @@ object WindowAggStrategy extends SparkStrategy {
     val (input, partials) =
       if (!choice.aggregated) (child, None)
       else {
-        val (aggregated, partials) = AggregateBeforeShuffle.plan(a.keys, a.time, a.windows, a.functions, a.filters, child)
+        val (aggregated, partials) = AggregateBeforeShuffle.plan(a.keys, a.time, a.listing, a.windows, a.functions, a.filters, child)
         (aggregated, Some(partials))
       }
     WindowAggregateExec(
-      a.keys, a.time, a.gap, a.tieBreak, a.timeColumn, a.windows, a.spec, a.functions, a.filters, a.views,
+      a.keys, a.time, a.gap, a.tieBreak, a.listing, a.timeColumn, a.windows, a.spec, a.functions, a.filters, a.views,
       a.windowStart, a.windowEnd, a.aggregateOutput, result, partials, choice, input)
   }
 }

@@ -13,7 +13,7 @@ import windowagg.ResolvedWindows
  * then one column per aggregate function.
  * `spec` is the definition's text form (for EXPLAIN). `gap` is the per-row length column the
  * definition reads (sessions with a dynamic gap);
- * `tieBreak` orders rows that share a time (count windows).
+ * `tieBreak` orders rows that share a time (count windows); `listing` holds each row's windows ([[windowagg.ListedWindows]]).
  *
  * The aggregate functions are held bare (not as AggregateExpressions, whose place is an
  * Aggregate), each with the rows it is over (`views`: the window's, or Storm's new or expired
@@ -25,6 +25,7 @@ case class WindowAggregate(
     time: Attribute,
     gap: Option[Attribute],
     tieBreak: Option[Attribute],
+    listing: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     spec: String,

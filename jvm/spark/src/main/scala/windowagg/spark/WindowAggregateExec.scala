@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.LongType
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{ResolvedWindows, RowWindows}
+import windowagg.{ListedWindows, ResolvedWindows, RowWindows}
 import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
 
 /**
@@ -34,6 +34,7 @@ case class WindowAggregateExec(
     time: Attribute,
     gap: Option[Attribute],
     tieBreak: Option[Attribute],
+    listing: Option[Attribute],
     timeColumn: TimeColumn,
     windows: ResolvedWindows,
     spec: String,
@@ -55,7 +56,7 @@ case class WindowAggregateExec(
 
   // Partials carry the aggregates' buffers, not the columns the aggregates read.
   override lazy val references: AttributeSet = partials match {
-    case Some(p) => AttributeSet(keys ++ Seq(p.partialTime, p.rowCount) ++ result.flatMap(_.references))
+    case Some(p) => AttributeSet(keys ++ Seq(p.partialTime, p.rowCount) ++ p.listing ++ result.flatMap(_.references))
     case None => super.references
   }
 
@@ -107,6 +108,7 @@ case class WindowAggregateExec(
     val timeOrdinal = ordinal(partials.fold(time)(_.partialTime))
     val countOrdinal = partials.map(p => ordinal(p.rowCount))
     val gapOrdinal = if (partials.isDefined) None else gap.map(ordinal)
+    val listingColumn = partials.fold(listing)(_.listing).map(l => (ordinal(l), l.dataType))
     val gapType = gap.map(_.dataType)
     val intakeTime = if (partials.isDefined) TimeColumn(LongType, None) else timeColumn
     val (keys_, functions_, filters_, windows_) = (keys, functions, filters, windows)
@@ -118,13 +120,14 @@ case class WindowAggregateExec(
     child.execute().mapPartitionsWithIndex { (partition, rows) =>
       val aggregates = new SparkAggregates(functions_, filters_, childOutput, partition, countOrdinal.map(_ + 1))
       val keyProjection = UnsafeProjection.create(keys_.map(BindReferences.bindReference(_: Expression, childOutput)))
-      val intake = new RowIntake(windows_, intakeTime, timeOrdinal, gapOrdinal, gapType)
+      val intake = new RowIntake(windows_, intakeTime, timeOrdinal, gapOrdinal, gapType, listingColumn)
       val rowCount: InternalRow => Long = countOrdinal match {
         case Some(i) => _.getLong(i)
         case None => _ => 1L
       }
       val keyWindows = new WindowsOfKey(windows_, keys_.map(_.dataType))
-      val groups = new TimeGroups(rows, keyProjection, intake, keyWindows, rowCount, aggregates, counters, perRow = rowWindows_.isDefined)
+      val groups = new TimeGroups(rows, keyProjection, intake, keyWindows, rowCount, aggregates, counters, perRow = rowWindows_.isDefined,
+        listed = windows_ match { case l: ListedWindows.Resolved => Some(l); case _ => None })
       // One projection writes each output row, `result`, from (key, bounds, the buffer of each view in use).
       val bufferViews: Seq[WindowView.View] = if (withViews) Seq(WindowView.All, WindowView.New, WindowView.Expired) else Seq(WindowView.All)
       val buffers = bufferViews.map(_ => aggregates.newBufferAttributes())
@@ -218,13 +221,15 @@ private final class TimeGroups(
     rowCount: InternalRow => Long,
     aggregates: SparkAggregates,
     counters: RowCounters,
-    perRow: Boolean) extends Logging {
+    perRow: Boolean,
+    listed: Option[ListedWindows.Resolved]) extends Logging {
 
   // The partial being built, and the one completed before it (read ahead by one group).
   private var buildingKey: UnsafeRow = _
   private var buildingTime = 0L
   private var buildingReach = 0L
   private var buildingBuffer: InternalRow = _
+  private var buildingListed: Array[Long] = _
   private var completed: Reaching[InternalRow] = _
   private var completedKey: UnsafeRow = _
   private var currentKey: UnsafeRow = _
@@ -282,14 +287,15 @@ private final class TimeGroups(
         val key = keyProjection(row)
         intake.use(keyWindows(key))
         val why = intake.classify(row)
-        if (why != null) skip(why, n) else add(row, key, intake.partialTime, intake.reach)
+        if (why != null) skip(why, n) else add(row, key, intake.partialTime, intake.reach, intake.listedWindows)
       }
     }
     completed != null
   }
 
-  private def add(row: InternalRow, key: UnsafeRow, t: Long, reach: Long): Unit = {
+  private def add(row: InternalRow, key: UnsafeRow, t: Long, reach: Long, listedWindows: Array[Long]): Unit = {
     if (buildingBuffer != null && !perRow && t == buildingTime && key == buildingKey) {
+      listed.foreach(_.checkSame(t, buildingListed, listedWindows))
       aggregates.update(buildingBuffer, row)
       buildingReach = math.max(buildingReach, reach)
     } else {
@@ -298,13 +304,14 @@ private final class TimeGroups(
       buildingKey = if (sameKey) completedKey else key.copy()
       buildingTime = t
       buildingReach = reach
+      buildingListed = listedWindows
       buildingBuffer = aggregates.newEmpty()
       aggregates.update(buildingBuffer, row)
     }
   }
 
   private def complete(): Unit = {
-    completed = Reaching(buildingTime, buildingReach, buildingBuffer)
+    completed = Reaching(buildingTime, buildingReach, buildingBuffer, buildingListed)
     completedKey = buildingKey
     buildingBuffer = null
   }

@@ -136,9 +136,11 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val (timeAttribute, timeAlias) = pulledOut(window.timeColumn, "_window_time")
     val gap = window.gap.map(pulledOut(_, "_window_gap"))
     val tieBreak = window.tieBreak.map(pulledOut(_, "_window_tie_break"))
-    val input =
-      if (pulledKeys.isEmpty && timeAlias.isEmpty && gap.forall(_._2.isEmpty) && tieBreak.forall(_._2.isEmpty)) child
-      else Project(child.output ++ pulledKeys ++ timeAlias ++ gap.flatMap(_._2) ++ tieBreak.flatMap(_._2), child)
+    // a listing computed by a Python function is evaluated here, in the rows' own stage: Spark plans
+    // it as an Arrow evaluation before the shuffle
+    val listing = window.listingAsWindows.map(pulledOut(_, "_window_listing"))
+    val pulled = pulledKeys ++ timeAlias ++ Seq(gap, tieBreak, listing).flatMap(_.flatMap(_._2))
+    val input = if (pulled.isEmpty) child else Project(child.output ++ pulled, child)
 
     // each aggregate with the rows it is over: all of the window's, or Storm's view (new or expired rows)
     val aggregates = a.aggregateExpressions.flatMap(viewed)
@@ -162,8 +164,13 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
+    if (listing.isDefined && child.isStreaming) {
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
+        s"${window.definition} (windows each row lists, as PythonWindows') runs in batch queries only, for now: a streaming " +
+          "query would have to keep each time's windows in its state")
+    }
     val node = WindowAggregate(
-      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), timeColumn, windows, window.definition.spec,
+      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, windows, window.definition.spec,
       aggregates.map(_._1.aggregateFunction), aggregates.map(_._1.filter.getOrElse(Literal.TrueLiteral)),
       aggregates.map(_._2), windowStart, windowEnd, aggregateOutput, input)
 

@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
-import windowagg.{ResolvedWindows, WindowDefinition}
+import windowagg.{ListedWindows, ResolvedWindows, WindowDefinition}
 import windowagg.core.WindowError
 
 /**
@@ -19,17 +19,18 @@ import windowagg.core.WindowError
  * rows), so it is never evaluated: the analyzer rules turn the aggregation that groups by it into a [[WindowAggregate]].
  * Its type is the `window` column's: struct<start, end>. `gap` is the per-row length column the
  * definition reads (sessions with a dynamic gap), `tieBreak` the column ordering rows that share a
- * time (count windows).
+ * time (count windows), `listing` the column in which each row lists its windows ([[ListedWindows]]).
  */
 case class WindowGroupingExpression(
     timeColumn: Expression,
     definition: WindowDefinition,
     options: WindowOptions,
     gap: Option[Expression] = None,
-    tieBreak: Option[Expression] = None)
+    tieBreak: Option[Expression] = None,
+    listing: Option[Expression] = None)
   extends Expression with Unevaluable with NonSQLExpression {
 
-  override def children: Seq[Expression] = timeColumn +: (gap.toSeq ++ tieBreak.toSeq)
+  override def children: Seq[Expression] = timeColumn +: (gap.toSeq ++ tieBreak.toSeq ++ listing.toSeq)
   override def nullable: Boolean = false
   // resolved once its columns are: the extension's rules then replace it during analysis
   override lazy val resolved: Boolean = childrenResolved
@@ -37,7 +38,8 @@ case class WindowGroupingExpression(
   override def checkInputDataTypes(): TypeCheckResult = TypeCheckResult.TypeCheckFailure(WindowGroupingExpression.NoExtension)
   override def prettyName: String = "window"
   override def toString: String =
-    s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")}${tieBreak.map(t => s", tieBreak=$t").getOrElse("")})"
+    s"window($timeColumn, $definition, $options${gap.map(g => s", gap=$g").getOrElse("")}${tieBreak.map(t => s", tieBreak=$t").getOrElse("")}" +
+      s"${listing.map(l => s", listing=$l").getOrElse("")})"
 
   private def checkedTimeColumn: TimeColumn = TimeColumn.of(timeColumn.dataType, options.timeUnit, s"'${timeColumn.sql}'")
 
@@ -71,22 +73,59 @@ case class WindowGroupingExpression(
         throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN, s"the tie-break column '${t.sql}' has type ${t.dataType.sql}, which cannot be ordered")
       }
     }
+    (definition, listing) match {
+      case (_: ListedWindows, None) =>
+        throw WindowAggException(WindowAggError.INVALID_QUERY,
+          s"$definition needs the column listing each row's windows: windows(ts, spec, listing), or 'listed by <column> ...'")
+      case (_: ListedWindows, Some(l)) if !isListing(l.dataType) =>
+        val bound = if (windowType == LongType) "an integral type" else s"${windowType.sql} or DATE"
+        throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN,
+          s"the column listing the windows, '${l.sql}', has type ${l.dataType.sql}; with a ${timeColumn.dataType.sql} time " +
+            s"column it must be an ARRAY of STRUCT<start, end> of $bound (a null or empty array: the time is in no window)")
+      case (_: ListedWindows, _) =>
+      case (other, Some(l)) =>
+        throw WindowAggException(WindowAggError.INVALID_QUERY, s"$other lists its own windows; only listed windows read them from a column ('${l.sql}')")
+      case _ =>
+    }
     (time, windows)
   }
 
-  override def dataType: DataType = {
-    val windowType = timeColumn.dataType match {
-      case t @ (TimestampType | TimestampNTZType) => t
-      case _ => LongType
-    }
-    WindowGroupingExpression.structType(windowType)
+  private def windowType: DataType = timeColumn.dataType match {
+    case t @ (TimestampType | TimestampNTZType) => t
+    case _ => LongType
   }
 
-  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): WindowGroupingExpression =
+  override def dataType: DataType = WindowGroupingExpression.structType(windowType)
+
+  /**
+   * An array of windows (start, end) of the time column's window type: integral bounds of an integral
+   * time column widen to it, and dates of a timestamp column are their first instant.
+   */
+  private def isListing(t: DataType): Boolean = t match {
+    case ArrayType(StructType(Array(start, end)), _) =>
+      def bound(f: StructField) = f.dataType == windowType ||
+        (windowType == LongType && Seq(ByteType, ShortType, IntegerType).contains(f.dataType)) ||
+        (windowType != LongType && f.dataType == DateType)
+      start.name.equalsIgnoreCase("start") && end.name.equalsIgnoreCase("end") && bound(start) && bound(end)
+    case _ => false
+  }
+
+  /** The listing column with its bounds as the window type (longs: what the engine reads), once validated. */
+  def listingAsWindows: Option[Expression] = listing.map(l => l.dataType match {
+    case ArrayType(StructType(Array(start, end)), _) if start.dataType == windowType && end.dataType == windowType => l
+    case _ =>
+      val bounds = StructType(Seq(StructField("start", windowType), StructField("end", windowType)))
+      Cast(l, ArrayType(bounds), Some(SQLConf.get.sessionLocalTimeZone))
+  })
+
+  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): WindowGroupingExpression = {
+    val rest = newChildren.iterator.drop(1)
     copy(
       timeColumn = newChildren.head,
-      gap = if (gap.isDefined) Some(newChildren(1)) else None,
-      tieBreak = if (tieBreak.isDefined) Some(newChildren.last) else None)
+      gap = gap.map(_ => rest.next()),
+      tieBreak = tieBreak.map(_ => rest.next()),
+      listing = listing.map(_ => rest.next()))
+  }
 }
 
 object WindowGroupingExpression {
