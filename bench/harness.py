@@ -450,6 +450,38 @@ class CpuMeter:
             time.sleep(3.0)
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended meanwhile
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+class ProcessTreeCpuMeter(CpuMeter):
+    """harness.CpuMeter plus the processes the driver JVM runs: PySpark's Python daemon and the
+    workers it forks, which run the Arrow UDF. Workers are reused from task to task, so the JVM's
+    counters of its finished children, which harness.CpuMeter adds, would not see their CPU (it
+    would count as other processes'). A worker that ends between two samples moves into its
+    parent's counters of finished children, which are counted too."""
+
+    def sample(self) -> tuple[int | None, int | None]:
+        busy, own = super().sample()
+        if own is None or self.jvm_pid is None:
+            return busy, own
+        tree = [proc_jiffies(p, children=True) for p in descendants(self.jvm_pid)]
+        return busy, own + sum(x for x in tree if x is not None)
+
+
 def wait_quiet(meter: CpuMeter, max_wait: float, threshold: float) -> None:
     """meter.wait_quiet, saying how long it waited when it did."""
     waited, share = meter.wait_quiet(max_wait, threshold)
