@@ -184,7 +184,9 @@ def session(
     running = _running_conf(_STATE_STORE_CONF)
     if _STATE_STORE_CONF not in options and running is not None:
         options[_STATE_STORE_CONF] = running  # keep the running session's choice
-    if (master or options.get("spark.master", "local")).startswith("local"):
+    # spark-submit (which hands Python its gateway) gives the master; without it Spark runs locally
+    master_url = master or options.get("spark.master") or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local")
+    if master_url is not None and master_url.startswith("local"):
         # Python workers of a local Spark run this interpreter (with its packages: pandas and pyarrow
         # for PythonWindows), not whichever python3 comes first on PATH, PySpark's default
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
