@@ -9,9 +9,11 @@ user's own jar would be (conftest.py adds it to the test session).
 import collections
 import datetime
 import random
+import sys
 import zoneinfo
 
 import pytest
+from pyspark import cloudpickle
 from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
@@ -25,6 +27,7 @@ from windowagg import (
     CumulativeWindows,
     CustomWindows,
     DurationWindows,
+    PythonWindows,
     SessionWindows,
     SlidingWindows,
     TableWindows,
@@ -37,6 +40,9 @@ from windowagg import windows as windows_module
 
 # the streaming fixture (session settings for short micro-batches) and query helpers
 from test_streaming import not_flush, run_available_now, split_into_files, streaming  # noqa: F401
+
+# Spark's Python workers cannot import this module: its functions (PythonWindows') travel by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 FISCAL = "windowagg.examples.FiscalQuarters"
 BUSINESS_DAYS = "windowagg.examples.BusinessDays"
@@ -594,11 +600,26 @@ def test_sql_spec_words_are_case_insensitive_and_take_a_grace(spark, kind_events
 # --- streaming: equal to batch, late rows, updates -----------------------------------------------------
 
 
+def half_minutes_and_minutes(times):
+    """PythonWindows: each time's half minute and its minute (overlapping windows, in the row form)."""
+    import numpy as np
+    import pandas as pd
+
+    positions = np.arange(len(times))
+    half, minute = times.dt.floor("30s"), times.dt.floor("min")
+    return pd.DataFrame({
+        "row": np.concatenate([positions, positions]),
+        "start": pd.concat([half, minute], ignore_index=True),
+        "end": pd.concat([half + pd.Timedelta("30s"), minute + pd.Timedelta("1min")], ignore_index=True),
+    })
+
+
 STREAM_KINDS = {
     "tumbling": (TimeWindows.of("30 seconds"), 600, "1 hour"),
     "hopping": (TimeWindows.of("30 seconds").advanceBy("10 seconds").withOffset("3 seconds"), 600, "1 hour"),
     "cumulative": (CumulativeWindows.of("10 seconds", "1 minute"), 600, "1 hour"),
     "business days": (CustomWindows.of(BUSINESS_DAYS), 10 * 86_400, "30 days"),  # 2024-01-01 is a Monday
+    "python": (PythonWindows.of(half_minutes_and_minutes, "1 minute"), 600, "1 hour"),
 }
 
 

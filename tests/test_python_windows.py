@@ -447,9 +447,3 @@ def test_errors_surface_when_the_query_runs(spark, definition, message):
     with pytest.raises(Exception) as raised:
         df.groupBy("k", window("ts", definition)).count().collect()
     assert message in str(raised.value)
-
-
-def test_streaming_queries_are_refused(spark):
-    stream = spark.readStream.format("rate").load()
-    with pytest.raises(Exception, match="runs in batch queries only"):
-        stream.groupBy(window("timestamp", QUARTERS.grace("1 day"))).count()

@@ -1241,8 +1241,9 @@ class PythonWindows(WindowDefinition):
     Windows that overlap (a time in several, given in the ``row`` form) need ``overlapping`` left
     True; windows that do not are best declared with ``overlapping=False``, which lets each window
     be aggregated whole before the shuffle. The package must be importable on the executors (as
-    pandas and pyarrow must). Batch queries only: a streaming query with these windows fails at
-    analysis. In SQL the definition's :attr:`~WindowDefinition.spec` takes the listing column as the last argument of
+    pandas and pyarrow must). Streaming queries keep each time's windows in their state:
+    ``max_size`` bounds how long a key's partials are kept, and a row is late once the latest of
+    its windows is final. In SQL the definition's :attr:`~WindowDefinition.spec` takes the listing column as the last argument of
     ``windows(ts, spec [, options], listing)``.
     """
 
@@ -1287,8 +1288,8 @@ class PythonWindows(WindowDefinition):
         return windows if overlapping else windows._then("nonOverlapping")
 
     def grace(self, grace: GraceLike) -> "PythonWindows":
-        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`),
-        which refuses these windows for now; batch queries ignore it.
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`);
+        batch queries ignore it.
 
         :returns: a new :class:`PythonWindows`; this one is unchanged.
         """

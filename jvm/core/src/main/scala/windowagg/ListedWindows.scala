@@ -82,6 +82,12 @@ object ListedWindows extends WindowSpec.Reader {
     new ListedWindows(None, TimeSpan.positive(size, "the max size of listed windows"), false, None)
 
   /**
+   * The last tick of the latest of a time's windows (pairs sorted by end, as [[Resolved.checked]]
+   * returns them, at least one): they hold the time's records until it is final (streaming).
+   */
+  def closesAt(windows: Array[Long]): Long = windows(windows.length - 1) - 1
+
+  /**
    * Listed windows in ticks of `timeline`. The windows of a time come with its rows, as pairs
    * (start, end) in one array ([[checked]]); the engine hands each partial's to the cursor with it
    * ([[windowagg.core.Reaching.listed]]), so this kind answers no question about a time alone.

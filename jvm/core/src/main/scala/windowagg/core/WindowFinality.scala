@@ -1,6 +1,6 @@
 package windowagg.core
 
-import windowagg.ResolvedWindows
+import windowagg.{ListedWindows, ResolvedWindows}
 
 /**
  * Streaming rules for any kind swept from per-time partials, against a watermark in ticks: a
@@ -14,8 +14,21 @@ import windowagg.ResolvedWindows
  */
 final class WindowFinality(kind: ResolvedWindows) {
 
-  /** A record is late once every window that could hold it is final. */
-  def isLate(time: Long, watermark: Long): Boolean = kind.closesAt(time) < watermark
+  /**
+   * The last tick of the latest window holding a partial at `time` whose records listed their
+   * windows `listed` (pairs sorted by end, [[windowagg.ListedWindows]]), or the kind's own when null.
+   */
+  def closesAt(time: Long, listed: Array[Long]): Long = if (listed == null) kind.closesAt(time) else ListedWindows.closesAt(listed)
+
+  /** A record is late once every window that could hold it (those it listed, if any) is final. */
+  def isLate(time: Long, listed: Array[Long], watermark: Long): Boolean = closesAt(time, listed) < watermark
+
+  /**
+   * The kind's [[windowagg.ResolvedWindows.certainlyHeldUntil]] of a record at `time`; a record's
+   * listed windows exist by its listing, so it is held until the latest is final.
+   */
+  def certainlyHeldUntil(time: Long, listed: Array[Long]): Long =
+    if (listed == null) kind.certainlyHeldUntil(time) else closesAt(time, listed)
 
   /** The earliest partial time to keep once windows whose last tick is before `finalBefore` are final. */
   def oldestNeeded(finalBefore: Long): Long = kind.oldestNeeded(finalBefore)

@@ -62,21 +62,21 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
 
   test("isLate: t + size behind the watermark (t + size = watermark is on time); saturating") {
     val f = new WindowFinality(SlidingWindows.Resolved(10))
-    f.isLate(90, 100) shouldBe false
-    f.isLate(89, 100) shouldBe true
-    f.isLate(100, 100) shouldBe false
-    f.isLate(95, 100) shouldBe false // behind the watermark, but [95, 105] is open
-    f.isLate(Long.MinValue, Long.MinValue) shouldBe false
-    f.isLate(Long.MinValue, Long.MinValue + 10) shouldBe false
-    f.isLate(Long.MinValue, Long.MinValue + 11) shouldBe true
-    f.isLate(Long.MaxValue, Long.MaxValue) shouldBe false
-    f.isLate(Long.MaxValue - 10, Long.MaxValue) shouldBe false
-    f.isLate(Long.MaxValue - 11, Long.MaxValue) shouldBe true
+    f.isLate(90, null, 100) shouldBe false
+    f.isLate(89, null, 100) shouldBe true
+    f.isLate(100, null, 100) shouldBe false
+    f.isLate(95, null, 100) shouldBe false // behind the watermark, but [95, 105] is open
+    f.isLate(Long.MinValue, null, Long.MinValue) shouldBe false
+    f.isLate(Long.MinValue, null, Long.MinValue + 10) shouldBe false
+    f.isLate(Long.MinValue, null, Long.MinValue + 11) shouldBe true
+    f.isLate(Long.MaxValue, null, Long.MaxValue) shouldBe false
+    f.isLate(Long.MaxValue - 10, null, Long.MaxValue) shouldBe false
+    f.isLate(Long.MaxValue - 11, null, Long.MaxValue) shouldBe true
     val huge = new WindowFinality(SlidingWindows.Resolved(Long.MaxValue))
-    huge.isLate(0, Long.MaxValue) shouldBe false
-    huge.isLate(-1, Long.MaxValue) shouldBe true
-    huge.isLate(Long.MinValue, -1) shouldBe false
-    huge.isLate(Long.MinValue, 0) shouldBe true
+    huge.isLate(0, null, Long.MaxValue) shouldBe false
+    huge.isLate(-1, null, Long.MaxValue) shouldBe true
+    huge.isLate(Long.MinValue, null, -1) shouldBe false
+    huge.isLate(Long.MinValue, null, 0) shouldBe true
   }
 
   test("property: isLate is exactly t + size < watermark on exact integers") {
@@ -88,7 +88,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
       wm <- Gen.oneOf(edge, Gen.choose(-2L, 2L).map(d => SessionCases.saturatingAdd(SessionCases.saturatingAdd(t, size), d)))
     } yield (size, t, wm)
     forAll(gen) { case (size, t, wm) =>
-      new WindowFinality(SlidingWindows.Resolved(size)).isLate(t, wm) shouldBe (BigInt(t) + size < BigInt(wm))
+      new WindowFinality(SlidingWindows.Resolved(size)).isLate(t, null, wm) shouldBe (BigInt(t) + size < BigInt(wm))
     }
   }
 
@@ -289,7 +289,7 @@ class SlidingWindowFinalitySpec extends AnyFunSuite with Matchers with Determini
 
     s.batches.zipWithIndex.foreach { case (batch, i) =>
       finalizeUpTo(watermark)
-      val (dropped, fresh) = batch.partition { case (t, _) => f.isLate(t, watermark) }
+      val (dropped, fresh) = batch.partition { case (t, _) => f.isLate(t, null, watermark) }
       late ++= dropped
       fresh.foreach { case (t, id) => kept = kept.updated(t, kept.getOrElse(t, Vector.empty) :+ id) }
       accepted ++= fresh

@@ -164,11 +164,6 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
-    if (listing.isDefined && child.isStreaming) {
-      throw WindowAggException(WindowAggError.INVALID_QUERY,
-        s"${window.definition} (windows each row lists, as PythonWindows') runs in batch queries only, for now: a streaming " +
-          "query would have to keep each time's windows in its state")
-    }
     val node = WindowAggregate(
       keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, windows, window.definition.spec,
       aggregates.map(_._1.aggregateFunction), aggregates.map(_._1.filter.getOrElse(Literal.TrueLiteral)),

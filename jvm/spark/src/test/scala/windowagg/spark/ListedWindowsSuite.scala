@@ -1,5 +1,7 @@
 package windowagg.spark
 
+import java.nio.file.{Files, Paths}
+
 import scala.util.Random
 
 import org.apache.spark.sql.{AnalysisException, DataFrame, Row}
@@ -13,17 +15,23 @@ import windowagg.functions.window
 /**
  * Windows each row lists in a column ([[ListedWindows]], what Python's `PythonWindows` computes
  * with an Arrow UDF), here listed by SQL expressions, against the brute force a user writes
- * without them: explode each row's windows and GROUP BY them. Also the checks of listed windows.
+ * without them: explode each row's windows and GROUP BY them; in streaming, the batch result, and
+ * across a restart from the checkpoint. Also the checks of listed windows.
  */
 class ListedWindowsSuite extends AnyFunSuite with SparkSessionFixture {
 
-  private def events(seed: Long, n: Int): DataFrame = {
-    import spark.implicits._
+  /** Rows (key, microseconds, value) over three days, minute resolution, some times shared. */
+  private def eventRows(seed: Long, n: Int): Seq[(String, Long, Long)] = {
     val rnd = new Random(seed)
-    // three days, minute resolution, some times shared
     Seq.fill(n)((s"k${rnd.nextInt(3)}", rnd.nextInt(3 * 24 * 60) * 60000000L, rnd.nextInt(100).toLong))
-      .toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
   }
+
+  private def frame(rows: Seq[(String, Long, Long)]): DataFrame = {
+    import spark.implicits._
+    rows.toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+  }
+
+  private def events(seed: Long, n: Int): DataFrame = frame(eventRows(seed, n))
 
   private def bounds(start: String, end: String): String = s"named_struct('start', $start, 'end', $end)"
   /** Each time's hour and its day (overlapping, of two sizes), none on Sundays, in the session zone. */
@@ -152,7 +160,7 @@ class ListedWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     }
   }
 
-  test("analysis refuses a missing or mistyped listing, a listing for another kind, and streaming") {
+  test("analysis refuses a missing or mistyped listing, and a listing for another kind") {
     val df = events(1, 10)
     val noListing = intercept[AnalysisException](df.groupBy(window(col("ts"), ListedWindows.maxSize("1 hour"))).count().collect())
     assert(noListing.getMessage.contains("needs the column listing each row's windows"))
@@ -164,11 +172,78 @@ class ListedWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     assert(otherKind.getMessage.contains("lists its own windows"))
     val sqlArity = intercept[AnalysisException](spark.sql("SELECT count(*) FROM VALUES (1L) AS t(t) GROUP BY windows(t, 'listed max size 5')"))
     assert(sqlArity.getMessage.contains("windows takes (time_column, spec [, options], listing)"))
+  }
+
+  test("streaming equals batch on on-time rows, overlapping or not, combined before the shuffle or not; late rows are routed") {
     import spark.implicits._
-    val stream = MemoryStream[Long](spark)
-    val streaming = intercept[AnalysisException](stream.toDF().groupBy(window(col("value"), ListedWindows.maxSize("5"),
-      expr("array(named_struct('start', value, 'end', value + 1))"))).count())
-    assert(streaming.getMessage.contains("batch queries only"))
+    val rnd = new Random(5)
+    // time order between micro-batches; rows of the first twelve hours held back until the end, when
+    // every window that could hold them is final
+    val rows = eventRows(5, 900).sortBy(_._2)
+    val (held, onTime) = rows.partition(r => r._2 < 12 * 3600000000L && rnd.nextInt(8) == 0)
+    assert(held.nonEmpty)
+    val flush = (days: Long) => Seq(("flush", days * 86400000000L, 0L))
+    for ((listing, definition, mode) <- Seq(
+        (hourAndDay, ListedWindows.maxSize("1 day 1 hour"), "always"),
+        (shifts, ListedWindows.maxSize("6 hours").nonOverlapping(), "auto"))) {
+      val expected = sorted(listed(frame(onTime), definition, listing))
+      val input = MemoryStream[(String, Long, Long)](spark, 2)
+      val name = s"listed_stream_$mode${if (definition.disjoint) "_disjoint" else ""}"
+      // every execution holds rows, so the last one's plan counts them
+      spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+      val running = try withAggregation(mode) {
+        input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+          .withWatermark("ts", "10 minutes")
+          .groupBy(col("k"), window(col("ts"), definition, expr(listing), java.util.Map.of("lateRows", "emit")))
+          .agg(sum("v"), count(lit(1)), max("v"))
+          .writeStream.format("memory").queryName(name).outputMode("append").start()
+      } finally spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
+      var combined = 0L
+      try {
+        (onTime.grouped(450).toSeq ++ Seq(held, flush(10), flush(20))).foreach { batch =>
+          input.addData(batch)
+          running.processAllAvailable()
+          val execution = running.asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper].streamingQuery.lastExecution
+          combined += execution.executedPlan.collect { case i: streaming.StreamingIntakeExec => i.metrics("combinedRows").value }.sum
+        }
+      } finally running.stop()
+      val out = spark.table(name)
+      val windows = out.where(col("late_reason").isNull && col("k") =!= "flush")
+        .select("k", "window.start", "window.end", "sum(v)", "count(1)", "max(v)")
+      assert(sorted(windows) == expected, s"$definition, $mode")
+      assert(out.where(col("late_reason") === "late").count() == held.length, s"$definition, $mode")
+      assert(combined > 0, s"$definition, $mode: rows combined before the shuffle")
+    }
+  }
+
+  test("a streaming query restarts from its checkpoint with the listed windows kept in its state") {
+    val dir = Files.createTempDirectory("windowagg-listed-restart")
+    val (in, out, checkpoint) = (dir.resolve("in"), dir.resolve("out").toString, dir.resolve("checkpoint").toString)
+    Files.createDirectories(in)
+    val rows = eventRows(8, 600).sortBy(_._2)
+    val parts = rows.grouped(300).toSeq :+ Seq(("flush", 10 * 86400000000L, 0L))
+    def write(i: Int): Unit = {
+      frame(parts(i)).coalesce(1).write.json(in.resolve(f"part-$i%02d").toString)
+    }
+    def run(): Unit = {
+      val stream = spark.readStream.schema("k STRING, ts TIMESTAMP, v BIGINT").option("recursiveFileLookup", "true")
+        .option("maxFilesPerTrigger", 1).json(in.toString)
+        .withWatermark("ts", "10 minutes")
+        .groupBy(col("k"), window(col("ts"), ListedWindows.maxSize("1 day 1 hour"), expr(hourAndDay))).agg(sum("v"), count(lit(1)), max("v"))
+        .select(col("k"), col("window.start").as("start"), col("window.end").as("end"), col("sum(v)").as("s"), col("count(1)").as("n"),
+          col("max(v)").as("m"))
+      val running = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+        .outputMode("append").start()
+      try running.processAllAvailable() finally running.stop()
+    }
+    write(0)
+    run()
+    val record = new String(Files.readAllBytes(Paths.get(checkpoint, "windowagg", "state.json")), "UTF-8")
+    assert(record.contains("listed partials by time"), record)
+    (1 until parts.length).foreach(write)
+    run()
+    val expected = sorted(listed(frame(rows), ListedWindows.maxSize("1 day 1 hour"), hourAndDay))
+    assert(sorted(spark.read.parquet(out).where(col("k") =!= "flush")) == expected)
   }
 
   test("the spec reads back as the definition, and names what is wrong") {

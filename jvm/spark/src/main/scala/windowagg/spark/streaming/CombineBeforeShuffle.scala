@@ -14,8 +14,9 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
+import windowagg.ListedWindows
 import windowagg.core.SessionMerging
-import windowagg.spark.{PackedRow, RowIntake, WindowsOfKey}
+import windowagg.spark.{PackedRow, WindowsOfKey}
 
 /** How a streaming aggregation's rows combine before the shuffle (the kind's choice), and why. */
 sealed abstract class Combine(val why: String) extends Serializable {
@@ -84,7 +85,9 @@ object CombineBeforeShuffle {
       case _: Combine.PartialsByTime =>
         val partialTime = AttributeReference("_partial_time", LongType)()
         val uncertain = AttributeReference("_uncertain_row", BinaryType)()
-        val intake = StreamingIntakeExec(spec, node.keys, partialTime, uncertain, child)
+        // where rows list their windows, the certain rows' windows: a partial time's must be the same
+        val listed = spec.pieceWindowsType.map(AttributeReference("_listed_windows", _)())
+        val intake = StreamingIntakeExec(spec, node.keys, partialTime, uncertain, listed, child)
         // the spec's aggregates read its value attributes: here, the child's (the optimizer may have
         // renamed them, e.g. removing an alias of a file source's columns)
         val asChild = AttributeMap(spec.valueAttributes.zip(values))
@@ -93,28 +96,31 @@ object CombineBeforeShuffle {
           AggregateExpression(onChild(f).asInstanceOf[AggregateFunction], Partial, isDistinct = false,
             Option(filter).filterNot(_ == Literal.TrueLiteral).map(onChild))
         }
-        val aggregated = SparkInternals.partialAggregate(node.keys ++ Seq(partialTime, uncertain), aggregates, intake)
+        val groups = node.keys ++ Seq(partialTime, uncertain) ++ listed
+        val aggregated = SparkInternals.partialAggregate(groups, aggregates, intake)
         val out = aggregated.output
         val at = node.keys.length
-        // the piece: partial time, row count, buffers ([[StreamingWindowSpec.partialAttributes]])
+        // the piece: partial time, row count, buffers, windows ([[StreamingWindowSpec.partialAttributes]])
         ProjectExec(out.take(at) ++ Seq(
           Alias(out(at + 1), node.whole.name)(exprId = node.whole.exprId),
-          Alias(PackedRow(out(at) +: out.drop(at + 2)), node.piece.name)(exprId = node.piece.exprId)), aggregated)
+          Alias(PackedRow(out(at) +: out.drop(groups.length) ++: out.slice(at + 2, groups.length)), node.piece.name)(
+            exprId = node.piece.exprId)), aggregated)
     }
   }
 }
 
 /**
  * Before Spark's partial aggregation in streaming: for each row, its partial time when it cannot be
- * late and is certain to be in a window at the micro-batch's watermark, else its values packed
+ * late and is certain to be in a window at the micro-batch's watermark (and where rows list their
+ * windows, those in `listed`, [[StreamingWindowSpec.pieceWindowsType]]), else its values packed
  * whole (rows with a null time or in no window too), so that the aggregation combines the former
  * and carries the latter through as they are.
  */
 case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], partialTime: Attribute, uncertain: Attribute,
-    child: SparkPlan) extends UnaryExecNode {
+    listed: Option[Attribute], child: SparkPlan) extends UnaryExecNode {
 
-  override def output: Seq[Attribute] = child.output ++ Seq(partialTime, uncertain)
-  override def producedAttributes: AttributeSet = AttributeSet(Seq(partialTime, uncertain))
+  override def output: Seq[Attribute] = child.output ++ Seq(partialTime, uncertain) ++ listed
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(partialTime, uncertain) ++ listed)
   override def outputPartitioning: Partitioning = child.outputPartitioning
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
@@ -127,27 +133,36 @@ case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], 
     val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
     val (spec_, keys_, childOutput, outputTypes) = (spec, keys, child.output, output.map(_.dataType).toArray)
     val (combined, sentWhole) = (longMetric("combinedRows"), longMetric("wholeRows"))
+    val windowsType = listed.map(_.dataType)
     child.execute().mapPartitions { rows =>
-      val intake = new RowIntake(spec_.windows, spec_.timeColumn, spec_.timeOrdinal, spec_.gapOrdinal, spec_.gapType)
+      val intake = spec_.intake
       // per-key windows: each row's key picks them
       val keyWindows = new WindowsOfKey(spec_.windows, keys_.map(_.dataType))
       val keyOf = if (spec_.windows.perKey) Some(UnsafeProjection.create(keys_, childOutput)) else None
       val pack = UnsafeProjection.create(childOutput.take(spec_.valueAttributes.length), childOutput)
-      val extra = new GenericInternalRow(2)
+      val extra = new GenericInternalRow(2 + windowsType.size)
       val joined = new JoinedRow()
       val toOutput = UnsafeProjection.create(outputTypes)
       rows.map { row =>
         val windows = keyOf.fold(spec_.windows)(project => keyWindows(project(row)))
         intake.use(windows)
-        val certain = intake.classify(row) == null && windows.certainlyHeldUntil(intake.time) >= watermark
+        val certain = intake.classify(row) == null && (intake.listedWindows match {
+          case null => windows.certainlyHeldUntil(intake.time)
+          case listed => ListedWindows.closesAt(listed)
+        }) >= watermark
         if (certain) {
           combined += 1
           extra.setLong(0, intake.partialTime)
           extra.setNullAt(1)
+          windowsType.foreach {
+            case LongType => extra.setLong(2, intake.listedWindows(1))
+            case _ => extra.update(2, UnsafeArrayData.fromPrimitiveArray(intake.listedWindows))
+          }
         } else {
           sentWhole += 1
           extra.setNullAt(0)
           extra.update(1, pack(row).copy().getBytes)
+          if (windowsType.isDefined) extra.setNullAt(2)
         }
         toOutput(joined(row, extra))
       }
@@ -196,7 +211,7 @@ private final class SessionRunsIterator(spec: StreamingWindowSpec, keys: Seq[Att
   Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => TaskTools.giveBack(tools)))
   private val aggregates = tools.aggregates
   private val merging = new SessionMerging[InternalRow](aggregates)
-  private val intake = new RowIntake(spec.windows, spec.timeColumn, spec.timeOrdinal, spec.gapOrdinal, spec.gapType)
+  private val intake = spec.intake
   private val keyOf = UnsafeProjection.create(keys, childOutput)
   private val values = childOutput.take(spec.valueAttributes.length)
   private val passThrough = UnsafeProjection.create(keys ++ Seq(PackedRow(values), Literal(null, BinaryType)), childOutput)

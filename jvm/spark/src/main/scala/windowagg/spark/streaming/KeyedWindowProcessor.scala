@@ -11,11 +11,11 @@ import org.apache.spark.sql.types.DataType
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.spark.{NotWindowed, RowIntake, SparkAggregates, WindowView, WindowsOfKey}
+import windowagg.spark.{NotWindowed, SparkAggregates, WindowView, WindowsOfKey}
 
 /**
  * The one streaming processor of windowed aggregations (transformWithState, event or processing
- * time), for every kind: it reads each input row once ([[RowIntake]] routes the rows the definition
+ * time), for every kind: it reads each input row once ([[windowagg.spark.RowIntake]] routes the rows the definition
  * does not window), hands the kind's `KeyLogic` the rest, and emits what the kind reports through
  * the query's [[Emission]] policy, as rows of [[StreamingWindowSpec.outputSchema]] in binary form.
  */
@@ -44,7 +44,7 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
     tools = TaskTools.borrow(spec, partition)
-    input = new Input(new RowIntake(spec.windows, spec.timeColumn, spec.timeOrdinal, spec.gapOrdinal, spec.gapType))
+    input = new Input(spec.intake)
     keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)

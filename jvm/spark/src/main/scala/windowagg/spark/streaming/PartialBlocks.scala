@@ -7,28 +7,34 @@ import scala.collection.mutable
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming.MapState
 
-import windowagg.core.Reaching
+import windowagg.ListedWindows
+import windowagg.core.{Reaching, WindowFinality}
 import windowagg.spark.SparkAggregates
 
 /**
  * A run of one key's partials in time order, as one state entry: each partial's time and its
  * aggregation buffer in Spark's binary row form (the bytes of an UnsafeRow, 8-byte aligned in the
- * entry so they are read in place).
+ * entry so they are read in place); where rows list their windows ([[windowagg.ListedWindows]]),
+ * also each partial's windows.
  *
  * Layout: the entry count (long), the times (n longs), the buffer lengths (n ints, padded to 8
- * bytes), then the buffers one after another.
+ * bytes), then the buffers one after another; with listed windows, then per entry the number of
+ * windows (long) and their bounds (start, end longs). `listed` holds each partial's windows, as
+ * pairs (start, end) sorted by end, where rows list them; else it is null.
  */
 private[spark] final class PartialBlock private (
     val times: Array[Long],
     private val bytes: Array[Byte],
     private val offsets: Array[Int],
-    private val lengths: Array[Int]) {
+    private val lengths: Array[Int],
+    val listed: Array[Array[Long]]) {
 
   def size: Int = times.length
   def first: Long = times(0)
   def last: Long = times(times.length - 1)
 
   def partial(i: Int, aggregates: SparkAggregates): InternalRow = aggregates.fromBytes(bytes, offsets(i), lengths(i))
+  def listedAt(i: Int): Array[Long] = if (listed == null) null else listed(i)
 }
 
 private[spark] object PartialBlock {
@@ -37,7 +43,8 @@ private[spark] object PartialBlock {
     (unpadded + 7) & ~7
   }
 
-  def decode(encoded: Array[Byte]): PartialBlock = {
+  /** A block from its state entry; `listing` tells whether its partials carry their windows. */
+  def decode(encoded: Array[Byte], listing: Boolean): PartialBlock = {
     val in = ByteBuffer.wrap(encoded)
     val n = in.getLong().toInt
     val times = new Array[Long](n)
@@ -50,15 +57,20 @@ private[spark] object PartialBlock {
     var at = headerSize(n)
     i = 0
     while (i < n) { offsets(i) = at; at += lengths(i); i += 1 }
-    new PartialBlock(times, encoded, offsets, lengths)
+    val listed = if (!listing) null else {
+      in.position(at)
+      Array.fill(n)(Array.fill(2 * in.getLong().toInt)(in.getLong()))
+    }
+    new PartialBlock(times, encoded, offsets, lengths, listed)
   }
 
   /**
    * Entries being gathered into blocks: each an existing block's entry (copied as bytes, never
    * decoded) or a new buffer's bytes.
    */
-  final class Builder {
+  final class Builder(listing: Boolean) {
     private val times = mutable.ArrayBuilder.make[Long]
+    private val listed = mutable.ArrayBuffer.empty[Array[Long]]
     private val sources = mutable.ArrayBuffer.empty[Array[Byte]]
     private val offsets = mutable.ArrayBuilder.make[Int]
     private val lengths = mutable.ArrayBuilder.make[Int]
@@ -66,12 +78,16 @@ private[spark] object PartialBlock {
 
     def size: Int = count
 
-    def add(block: PartialBlock, i: Int): Unit = add(block.times(i), block.bytes, block.offsets(i), block.lengths(i))
+    def add(block: PartialBlock, i: Int): Unit =
+      add(block.times(i), block.bytes, block.offsets(i), block.lengths(i), block.listedAt(i))
 
-    def add(time: Long, buffer: Array[Byte]): Unit = add(time, buffer, 0, buffer.length)
+    /** A new partial at `time`, with its windows where rows list them (else null). */
+    def add(time: Long, buffer: Array[Byte], windows: Array[Long]): Unit = add(time, buffer, 0, buffer.length, windows)
 
-    private def add(time: Long, source: Array[Byte], offset: Int, length: Int): Unit = {
+    private def add(time: Long, source: Array[Byte], offset: Int, length: Int, windows: Array[Long]): Unit = {
+      require(listing == (windows != null), "a block's partials carry their windows where rows list them, and only there")
       times += time; sources += source; offsets += offset; lengths += length
+      if (listing) listed += windows
       count += 1
     }
 
@@ -83,17 +99,21 @@ private[spark] object PartialBlock {
         // split evenly, so a block split for size does not leave a sliver
         val from = (p.toLong * count / pieces).toInt
         val until = ((p + 1).toLong * count / pieces).toInt
-        encode(ts, sources, os, ls, from, until)
+        encode(ts, sources, os, ls, if (listing) listed else null, from, until)
       }
     }
   }
 
   private def encode(times: Array[Long], sources: mutable.ArrayBuffer[Array[Byte]], offsets: Array[Int],
-      lengths: Array[Int], from: Int, until: Int): (PartialBlock, Array[Byte]) = {
+      lengths: Array[Int], listed: mutable.ArrayBuffer[Array[Long]], from: Int, until: Int): (PartialBlock, Array[Byte]) = {
     val n = until - from
     var total = headerSize(n)
     var i = from
-    while (i < until) { total += lengths(i); i += 1 }
+    while (i < until) {
+      total += lengths(i)
+      if (listed != null) total += 8 + 8 * listed(i).length
+      i += 1
+    }
     val out = ByteBuffer.allocate(total)
     out.putLong(n.toLong)
     i = from
@@ -103,8 +123,16 @@ private[spark] object PartialBlock {
     out.position(headerSize(n))
     i = from
     while (i < until) { out.put(sources(i), offsets(i), lengths(i)); i += 1 }
+    if (listed != null) {
+      i = from
+      while (i < until) {
+        out.putLong(listed(i).length / 2)
+        listed(i).foreach(out.putLong)
+        i += 1
+      }
+    }
     val encoded = out.array()
-    (decode(encoded), encoded)
+    (decode(encoded, listed != null), encoded)
   }
 }
 
@@ -113,12 +141,13 @@ private[spark] object PartialBlock {
  * to [[PartialBlocks.MaxEntries]] partials in a map keyed by each block's first time, and the
  * sorted block keys (`starts`, kept by the caller with the key's other progress). A micro-batch
  * reads only the blocks it sweeps or adds to, and writes only the blocks it changed: a few state
- * entries per key instead of one per partial.
+ * entries per key instead of one per partial. Where rows list their windows (`listed`), each
+ * partial keeps its windows, and partials of one time must list the same.
  *
  * Blocks are disjoint and ordered: block i holds times in [starts(i), starts(i + 1)).
  */
 private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], initialStarts: Array[Long],
-    aggregates: SparkAggregates) {
+    aggregates: SparkAggregates, listed: Option[ListedWindows.Resolved]) {
   import PartialBlocks.MaxEntries
 
   private var starts: Array[Long] = initialStarts
@@ -128,12 +157,15 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
 
   def isEmpty: Boolean = starts.isEmpty
 
-  /** The latest partial time kept (reads the last block). */
-  def lastTime: Option[Long] = starts.lastOption.map(block(_).last)
+  /** The last tick of the latest window holding the latest partial kept (reads the last block). */
+  def lastCloses(finality: WindowFinality): Option[Long] = starts.lastOption.map { start =>
+    val last = block(start)
+    finality.closesAt(last.last, last.listedAt(last.size - 1))
+  }
   def blockStarts: Array[Long] = starts
 
   private def block(start: Long): PartialBlock =
-    loaded.getOrElseUpdate(start, PartialBlock.decode(state.getValue(start)))
+    loaded.getOrElseUpdate(start, PartialBlock.decode(state.getValue(start), listed.isDefined))
 
   /** The index of the block holding `time`, or -1 when it is before the first block. */
   private def blockOf(time: Long): Int = {
@@ -167,8 +199,9 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
       if (!hasNext) throw new NoSuchElementException("no partial left")
       val time = current.times(i)
       val partial = current.partial(i, aggregates)
+      val windows = current.listedAt(i)
       i += 1
-      Reaching(time, time, partial)
+      Reaching(time, time, partial, windows)
     }
   }
 
@@ -192,11 +225,13 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
   }
 
   /**
-   * Merges new partials (times strictly increasing) into the blocks: a partial at a kept time is
-   * merged after the kept one (the later records), others are inserted; a block grown past the
-   * limit is split. Reads only the blocks the times fall in.
+   * Merges new partials (times strictly increasing; with their windows where rows list them, else
+   * null) into the blocks: a partial at a kept time is merged after the kept one (the later
+   * records), others are inserted; a block grown past the limit is split. Reads only the blocks the
+   * times fall in.
    */
-  def add(times: Array[Long], partials: Array[InternalRow]): Unit = {
+  def add(times: Array[Long], partials: Array[InternalRow], windows: Array[Array[Long]]): Unit = {
+    def windowsAt(f: Int): Array[Long] = if (windows == null) null else windows(f)
     val newStarts = mutable.ArrayBuffer.empty[Long] ++= starts
     var i = 0
     while (i < times.length) {
@@ -206,7 +241,7 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
       val until = if (index + 1 < starts.length) Some(starts(index + 1)) else None
       var j = i
       while (j < times.length && until.forall(times(j) < _)) j += 1
-      val builder = new PartialBlock.Builder
+      val builder = new PartialBlock.Builder(listed.isDefined)
       var f = i
       if (exists) {
         val old = block(starts(index))
@@ -214,14 +249,15 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
         while (k < old.size || f < j) {
           if (f >= j || (k < old.size && old.times(k) < times(f))) { builder.add(old, k); k += 1 }
           else if (k < old.size && old.times(k) == times(f)) {
-            builder.add(times(f), aggregates.toBytes(aggregates.mergeInto(old.partial(k, aggregates), partials(f))))
+            listed.foreach(_.checkSame(times(f), old.listedAt(k), windowsAt(f)))
+            builder.add(times(f), aggregates.toBytes(aggregates.mergeInto(old.partial(k, aggregates), partials(f))), old.listedAt(k))
             k += 1; f += 1
-          } else { builder.add(times(f), aggregates.toBytes(partials(f))); f += 1 }
+          } else { builder.add(times(f), aggregates.toBytes(partials(f)), windowsAt(f)); f += 1 }
         }
         newStarts -= starts(index)
         remove(starts(index))
       } else {
-        while (f < j) { builder.add(times(f), aggregates.toBytes(partials(f))); f += 1 }
+        while (f < j) { builder.add(times(f), aggregates.toBytes(partials(f)), windowsAt(f)); f += 1 }
       }
       builder.result(MaxEntries).foreach { case (b, encoded) =>
         removed -= b.first

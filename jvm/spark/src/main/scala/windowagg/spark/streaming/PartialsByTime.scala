@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig, ValueState}
 
+import windowagg.ListedWindows
 import windowagg.core.WindowFinality
 import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
 
@@ -26,15 +27,18 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
  * become final (or to emit changes), and otherwise only the blocks its new rows fall in. With early
  * firing, one more entry keeps the partial times changed since the key's last firing.
  *
+ * Where rows list their own windows ([[windowagg.ListedWindows]], `listed`), each partial keeps
+ * its windows in its block (a layout of its own), and finality asks them instead of the kind: a
+ * row is late once its latest listed window is final.
+ *
  * Before the shuffle, rows certain to be in a window combine per (key, partial time) through
- * Spark's partial aggregation ([[CombineBeforeShuffle]]); the pieces are its partials.
+ * Spark's partial aggregation ([[CombineBeforeShuffle]]), and where rows list their windows per
+ * those windows too; the pieces are its partials.
  */
-private[spark] object PartialsByTime extends StreamingKind {
-  /**
-   * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
-   * timer entries; version 2 (0.3.0) had no pending rows, so it reads as version 3 with none.
-   */
-  override val layout: StateLayout = StateLayout("partials by time", 3, readsFrom = 2)
+private[spark] final class PartialsByTime private (listed: Boolean) extends StreamingKind {
+  import PartialsByTime._
+
+  override val layout: StateLayout = if (listed) ListedLayout else TimesLayout
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
     val choice = AggregateBeforeShuffle.choose(mode, spec.windows, spec.functions, perRowLength = false)
@@ -47,6 +51,21 @@ private[spark] object PartialsByTime extends StreamingKind {
 
   override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
     new Logic(spec, tools, handle, timers)
+}
+
+private[spark] object PartialsByTime {
+  /**
+   * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
+   * timer entries; version 2 (0.3.0) had no pending rows, so it reads as version 3 with none.
+   */
+  private val TimesLayout = StateLayout("partials by time", 3, readsFrom = 2)
+  /** Version 1 (0.4.0): the blocks of version 3 of "partials by time" with each partial's windows. */
+  private val ListedLayout = StateLayout("listed partials by time", 1)
+  // the two kinds come after the layouts they read: an object's fields are set in order
+  /** The kinds whose windows come from the definition. */
+  val OfTimes = new PartialsByTime(listed = false)
+  /** Windows each row lists ([[windowagg.ListedWindows]]). */
+  val Listed = new PartialsByTime(listed = true)
 
   /** A row kept whole until it is known whether some window holds it (`certainlyHeldUntil`). */
   final case class PendingRow(time: Long, bytes: Array[Byte]) {
@@ -146,6 +165,11 @@ private[spark] object PartialsByTime extends StreamingKind {
       }
     }
     private val values = spec.valueAttributes.length
+    // where rows list their windows: the kind that checks them (listed windows are never per key)
+    private val listed = spec.windows match {
+      case l: ListedWindows.Resolved => Some(l)
+      case _ => None
+    }
     // a piece: Spark's partial of rows combined before the shuffle ([[StreamingWindowSpec.partialAttributes]])
     private val piece = new UnsafeRow(spec.partialAttributes.length)
 
@@ -157,25 +181,36 @@ private[spark] object PartialsByTime extends StreamingKind {
     override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
-      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates, listed)
       // Windows that became final before these rows arrived are closed first: rows behind the
       // watermark may only change windows that are still open.
       var nextEnd = finalizeUpTo(watermark, progress, blocks, out)
 
       val fresh = mutable.LongMap.empty[InternalRow]
-      def into(partialTime: Long): InternalRow = fresh.getOrElseUpdate(partialTime, aggregates.newEmpty())
+      // where rows list their windows, each new partial's (partials of one time must list the same)
+      val freshWindows = mutable.LongMap.empty[Array[Long]]
+      def into(partialTime: Long, listedWindows: Array[Long]): InternalRow = {
+        listed.foreach { kind =>
+          freshWindows.get(partialTime) match {
+            case Some(seen) => kind.checkSame(partialTime, seen, listedWindows)
+            case None => freshWindows.update(partialTime, listedWindows)
+          }
+        }
+        fresh.getOrElseUpdate(partialTime, aggregates.newEmpty())
+      }
       rows.foreach { in =>
         if (in.whole != null) {
           val t = in.time
-          if (finality.isLate(t, watermark)) out.notWindowed(in.whole, NotWindowed.Late, in.count)
+          val listedWindows = in.listedWindows
+          if (finality.isLate(t, listedWindows, watermark)) out.notWindowed(in.whole, NotWindowed.Late, in.count)
           else {
-            if (in.piece == null) aggregates.update(into(in.partialTime), in.whole)
+            if (in.piece == null) aggregates.update(into(in.partialTime, listedWindows), in.whole)
             else {
               piece.pointTo(in.piece, in.piece.length)
-              tools.partials.update(into(in.partialTime), piece)
+              tools.partials.update(into(in.partialTime, listedWindows), piece)
             }
             // only later rows can make a window hold it: kept until every window that could is final
-            if (windows.certainlyHeldUntil(t) < watermark) {
+            if (finality.certainlyHeldUntil(t, listedWindows) < watermark) {
               val kept = PendingRow(t, in.whole.copy().getBytes)
               progress.pending ++= Iterator.fill(in.count.toInt)(kept)
             }
@@ -184,18 +219,19 @@ private[spark] object PartialsByTime extends StreamingKind {
           // pieces hold only rows certain to be in a window at the micro-batch's watermark
           piece.pointTo(in.piece, in.piece.length)
           val partialTime = piece.getLong(0)
-          if (windows.certainlyHeldUntil(partialTime) < watermark) {
+          val listedWindows = spec.windowsOfPiece(piece)
+          if (finality.certainlyHeldUntil(partialTime, listedWindows) < watermark) {
             throw new IllegalStateException(s"rows at $partialTime were combined before the shuffle as certain to be in a " +
               s"window, but the watermark is $watermark")
           }
-          tools.partials.update(into(partialTime), piece)
+          tools.partials.update(into(partialTime, listedWindows), piece)
         }
       }
       var changed = Array.emptyLongArray
       if (fresh.nonEmpty) {
         changed = fresh.keys.toArray
         java.util.Arrays.sort(changed)
-        blocks.add(changed, changed.map(fresh))
+        blocks.add(changed, changed.map(fresh), if (listed.isDefined) changed.map(freshWindows) else null)
         // every window holding or created by a new time ends at or after it, and an open one at or
         // after the watermark; a timer fired early finds the real next end
         nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(changed(0), watermark)))
@@ -212,7 +248,7 @@ private[spark] object PartialsByTime extends StreamingKind {
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
-      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates, listed)
       val nextEnd = finalizeUpTo(watermark, progress, blocks, out)
       progress.timerMs = Progress.NoTimer // the fired timer is gone
       val fireAt = fireEarly(watermark, progress, blocks, Array.emptyLongArray, out)
@@ -222,7 +258,7 @@ private[spark] object PartialsByTime extends StreamingKind {
     override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
-      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates)
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates, listed)
       finalizeUpTo(watermark, progress, blocks, out)
       // rows still waiting to learn whether a window holds them never will
       progress.pending.foreach(r => out.notWindowed(r.value(values), NotWindowed.Expired, 1L))
@@ -261,7 +297,7 @@ private[spark] object PartialsByTime extends StreamingKind {
       // With no window left to close, the partials wait only for rows that could still join them:
       // none once the latest one is late, so the key's state goes (its timer is set for then).
       val wakeUp = (next ++ waiting.map(r => windows.closesAt(r.time))).minOption
-        .orElse(blocks.lastTime.map(windows.closesAt).filter(_ >= watermark))
+        .orElse(blocks.lastCloses(finality).filter(_ >= watermark))
       if (wakeUp.isEmpty) blocks.clear() else blocks.dropBefore(finality.oldestNeeded(watermark))
       wakeUp
     }

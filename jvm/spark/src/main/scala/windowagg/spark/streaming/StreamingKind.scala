@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.streaming.StatefulProcessorHandle
 
-import windowagg.{MergingWindows, ResolvedWindows, RowWindows, WindowDefinition}
+import windowagg.{ListedWindows, MergingWindows, ResolvedWindows, RowWindows, WindowDefinition}
 import windowagg.spark.{AggregateBeforeShuffle, RowIntake, WindowAggError, WindowAggException}
 
 /**
@@ -45,7 +45,8 @@ private[spark] object StreamingKind {
   def of(windows: ResolvedWindows): StreamingKind = windows match {
     case _: MergingWindows => Sessions
     case _: RowWindows => CountedRows
-    case _ => PartialsByTime
+    case _: ListedWindows.Resolved => PartialsByTime.Listed
+    case _ => PartialsByTime.OfTimes
   }
 }
 
@@ -86,4 +87,6 @@ private[spark] final class Input(val intake: RowIntake) {
   def time: Long = intake.time
   def partialTime: Long = intake.partialTime
   def reach: Long = intake.reach
+  /** The row's windows where rows list them ([[windowagg.ListedWindows]]), else null. */
+  def listedWindows: Array[Long] = intake.listedWindows
 }

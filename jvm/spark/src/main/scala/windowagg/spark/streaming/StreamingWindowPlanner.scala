@@ -94,7 +94,8 @@ object StreamingWindowPlanner {
       processingTime = options.processingTime,
       views = node.views,
       description = description(node, definition, options),
-      expireIdleAfter = options.expireIdleKeysTicks)
+      expireIdleAfter = options.expireIdleKeysTicks,
+      listingColumn = node.listing.map(l => (valueAttributes.indexWhere(_.exprId == l.exprId), l.dataType)))
     val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
 
     // the processor gets, per row, the keys it groups by, the row's values packed whole and/or a piece

@@ -1,18 +1,20 @@
 package windowagg.spark.streaming
 
 import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.encoders.{encoderFor, ExpressionEncoder}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types._
 
-import windowagg.ResolvedWindows
-import windowagg.spark.{SparkAggregates, TimeColumn, WindowView}
+import windowagg.{ListedWindows, ResolvedWindows}
+import windowagg.spark.{RowIntake, SparkAggregates, TimeColumn, WindowView}
 
 /**
  * What a streaming windowed aggregation computes; shipped to the executors with the processor.
  * `expireIdleAfter`: the idle time (ticks) after which a key is forgotten (expireIdleKeys), if any;
+ * `listingColumn`: where rows list their windows, the listing's ordinal among the values and its type;
  * `combine` says how rows combined before the shuffle ([[CombineBeforeShuffle]]).
  */
 final case class StreamingWindowSpec(
@@ -32,11 +34,32 @@ final case class StreamingWindowSpec(
     views: Seq[WindowView.View] = Nil,
     description: Seq[(String, String)] = Nil,
     expireIdleAfter: Option[Long] = None,
+    listingColumn: Option[(Int, DataType)] = None,
     combine: Combine = Combine.none("rows one by one"),
     queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
   /** The streaming side of the kind of window. */
   def kind: StreamingKind = StreamingKind.of(windows)
+
+  /** Reads and classifies the input rows (one per task or partition: it keeps the row last read). */
+  def intake: RowIntake = new RowIntake(windows, timeColumn, timeOrdinal, gapOrdinal, gapType, listingColumn)
+
+  /**
+   * Where rows list their windows, the type in which a piece carries them: the end of a window
+   * that overlaps no other (it starts at the partial time), or the pairs (start, end).
+   */
+  def pieceWindowsType: Option[DataType] = windows match {
+    case l: ListedWindows.Resolved => Some(if (l.disjoint) LongType else ArrayType(LongType, containsNull = false))
+    case _ => None
+  }
+
+  /** The windows a piece's rows listed ([[pieceWindowsType]], its last field), as pairs (start, end); null unless rows list them. */
+  def windowsOfPiece(piece: InternalRow): Array[Long] = windows match {
+    case l: ListedWindows.Resolved =>
+      val at = partialAttributes.length - 1
+      if (l.disjoint) Array(piece.getLong(0), piece.getLong(at)) else piece.getArray(at).toLongArray()
+    case _ => null
+  }
 
   /** Whether some aggregate is over Storm's new or expired rows. */
   def withViews: Boolean = views.exists(_ != WindowView.All)
@@ -55,11 +78,13 @@ final case class StreamingWindowSpec(
 
   /**
    * The attributes of a partial made by Spark's partial aggregation before the shuffle
-   * ([[Combine.PartialsByTime]]): its partial time, its row count, then the aggregates' buffers.
+   * ([[Combine.PartialsByTime]]): its partial time, its row count, the aggregates' buffers, then
+   * where rows list their windows the partial's ([[pieceWindowsType]]).
    */
   lazy val partialAttributes: Seq[Attribute] =
     Seq(AttributeReference("partial_time", LongType)(), AttributeReference("rows", LongType, nullable = false)()) ++
-      functions.flatMap(_.aggBufferAttributes).map(_.newInstance())
+      functions.flatMap(_.aggBufferAttributes).map(_.newInstance()) ++
+      pieceWindowsType.map(AttributeReference("windows", _, nullable = false)())
 
   /**
    * Rows out of the processor (in binary form): windows (kind 0), late rows (kind 1) and

@@ -11,13 +11,15 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
+import windowagg.{ListedWindows, SlidingWindows, Timeline}
+import windowagg.core.{WindowError, WindowFinality}
 import windowagg.spark.SparkAggregates
 
 /**
  * The streaming processor's blocks of partials against a plain sorted map of the same partials:
  * whatever the order of additions (before, inside, between and after blocks, at kept times), drops
- * and restarts from the stored entries, every sweep from any time sees exactly the partials kept,
- * and no block outgrows its limit.
+ * and restarts from the stored entries, every sweep from any time sees exactly the partials kept
+ * (with their listed windows, where rows list them), and no block outgrows its limit.
  */
 class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import PartialBlocksSuite._
@@ -50,17 +52,24 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     (r.getLong(0), r.getLong(1), r.getLong(2))
   }
 
+  private val listedKind = ListedWindows.maxSize("100").resolve(Timeline.epoch(None))
+  private val kinds = Seq(None, Some(listedKind))
+  /** A time's listed windows in these tests: one to three pairs, the same for the time wherever it is added. */
+  private def windowsOf(t: Long): Array[Long] = Array.tabulate(2 * (1 + Math.floorMod(t, 3L).toInt))(i => t + i)
+
   private val steps: Gen[List[Step]] = {
     val time = Gen.frequency(8 -> Gen.choose(-500L, 500L), 1 -> Gen.oneOf(Long.MinValue, Long.MaxValue))
     val add = Gen.choose(1, 150).flatMap(n => Gen.listOfN(n, Gen.zip(time, Gen.choose(-9L, 9L)))).map(Add(_))
     Gen.listOf(Gen.frequency(6 -> add, 2 -> Gen.choose(-600L, 600L).map(DropBefore(_)), 2 -> Gen.const(Restart)))
   }
 
-  test("blocks keep exactly the partials a sorted map keeps, read from any time, after restarts") {
-    forAll(steps) { script =>
+  test("blocks keep exactly the partials a sorted map keeps, read from any time, after restarts, with listed windows or not") {
+    for (listed <- kinds) forAll(steps) { script =>
+      def windows(times: Array[Long]): Array[Array[Long]] = if (listed.isDefined) times.map(windowsOf) else null
+      val finality = new WindowFinality(listed.getOrElse(SlidingWindows.Resolved(10L)))
       val state = new MemoryMapState
       var starts = Array.emptyLongArray
-      var blocks = new PartialBlocks(state, starts, aggregates)
+      var blocks = new PartialBlocks(state, starts, aggregates, listed)
       val expected = mutable.TreeMap.empty[Long, Seq[Long]]
       var floor = Long.MinValue // blocks wholly before it may be gone
       script.foreach {
@@ -69,7 +78,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
           val rows = all.filter(_._1 >= floor)
           val byTime = rows.groupBy(_._1).view.mapValues(_.map(_._2)).toMap
           val times = byTime.keys.toArray.sorted
-          blocks.add(times, times.map(t => partialOf(byTime(t))))
+          blocks.add(times, times.map(t => partialOf(byTime(t))), windows(times))
           times.foreach(t => expected.update(t, expected.getOrElse(t, Nil) ++ byTime(t)))
         case DropBefore(keep) =>
           blocks.dropBefore(keep)
@@ -77,12 +86,12 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         case Restart =>
           blocks.flush()
           starts = blocks.blockStarts
-          blocks = new PartialBlocks(state, starts, aggregates)
+          blocks = new PartialBlocks(state, starts, aggregates, listed)
       }
       def summary(xs: Seq[Long]) = (xs.sum, xs.length.toLong, xs.max)
       for (from <- Seq(Long.MinValue, -300L, 0L, 250L, Long.MaxValue).map(math.max(_, floor))) {
-        val got = blocks.from(from).map(p => p.time -> result(p.partial)).toList
-        val want = expected.iteratorFrom(from).map { case (t, xs) => t -> summary(xs) }.toList
+        val got = blocks.from(from).map(p => (p.time, result(p.partial), Option(p.listed).map(_.toSeq))).toList
+        val want = expected.iteratorFrom(from).map { case (t, xs) => (t, summary(xs), listed.map(_ => windowsOf(t).toSeq)) }.toList
         assert(got == want, s"from $from")
       }
       // before the floor, what is kept is kept whole
@@ -91,16 +100,27 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       }
       blocks.flush()
       assert(state.entries.keys.toArray.sameElements(blocks.blockStarts))
-      state.entries.values.foreach(bytes => assert(PartialBlock.decode(bytes).size <= PartialBlocks.MaxEntries))
-      expected.lastOption.filter(_._1 >= floor).foreach { case (t, _) => assert(blocks.lastTime.contains(t)) }
+      state.entries.values.foreach(bytes => assert(PartialBlock.decode(bytes, listed.isDefined).size <= PartialBlocks.MaxEntries))
+      expected.lastOption.filter(_._1 >= floor).foreach { case (t, _) =>
+        assert(blocks.lastCloses(finality).contains(finality.closesAt(t, if (listed.isDefined) windowsOf(t) else null)))
+      }
     }
+  }
+
+  test("a time added again with other listed windows fails naming it") {
+    val blocks = new PartialBlocks(new MemoryMapState, Array.emptyLongArray, aggregates, Some(listedKind))
+    blocks.add(Array(5L, 7L), Array(partialOf(Seq(1L)), partialOf(Seq(2L))), Array(Array(5L, 6L), Array(7L, 9L)))
+    blocks.add(Array(5L), Array(partialOf(Seq(3L))), Array(Array(5L, 6L)))
+    val error = intercept[WindowError](blocks.add(Array(7L), Array(partialOf(Seq(4L))), Array(Array(6L, 9L))))
+    assert(error.getMessage.contains("7 ticks is listed with different windows by different rows: {[7 ticks, 9 ticks)} and {[6 ticks, 9 ticks)}"),
+      error.getMessage)
   }
 
   test("a dropped block is never read again, and clear leaves no entry") {
     val state = new MemoryMapState
-    val blocks = new PartialBlocks(state, Array.emptyLongArray, aggregates)
+    val blocks = new PartialBlocks(state, Array.emptyLongArray, aggregates, None)
     val times = (0L until 200L).toArray
-    blocks.add(times, times.map(t => partialOf(Seq(t))))
+    blocks.add(times, times.map(t => partialOf(Seq(t))), null)
     blocks.flush()
     assert(state.entries.size == 4) // 200 partials in blocks of at most 64, split evenly
     blocks.dropBefore(120L)
