@@ -23,7 +23,7 @@ class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
   // rows of one key interleave
   private val events = (0 until 600).map(_ => (s"k${rnd.nextInt(4)}", rnd.nextInt(3000).toLong, rnd.nextInt(100).toLong)).sortBy(_._2)
   private val (held, onTime) = events.partition(_ => rnd.nextInt(10) == 0)
-  private val chunks = onTime.grouped(90).toSeq
+  private val chunks = onTime.grouped(135).toSeq
   private val batches = chunks.indices.map(i =>
     rnd.shuffle(chunks(i) ++ held.filter(e => math.min(e._2 / 500 + 2, chunks.length - 1) == i)))
 

@@ -230,7 +230,7 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
       val query = withViews(toTs(input.toDF()).withWatermark("ts", "1 minute"), definition)
         .writeStream.format("memory").queryName(name).outputMode("append").start()
       try {
-        new Random(i).shuffle(rows.grouped(25).toSeq).foreach { part => input.addData(part); query.processAllAvailable() }
+        new Random(i).shuffle(rows.grouped(50).toSeq).foreach { part => input.addData(part); query.processAllAvailable() }
         input.addData(("flush", 10000L * 1000000L, 0L, -1L))
         query.processAllAvailable()
       } finally query.stop()
