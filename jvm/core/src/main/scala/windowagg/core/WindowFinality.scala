@@ -23,12 +23,8 @@ final class WindowFinality(kind: ResolvedWindows) {
   /** A record is late once every window that could hold it (those it listed, if any) is final. */
   def isLate(time: Long, listed: Array[Long], watermark: Long): Boolean = closesAt(time, listed) < watermark
 
-  /**
-   * The kind's [[windowagg.ResolvedWindows.certainlyHeldUntil]] of a record at `time`; a record's
-   * listed windows exist by its listing, so it is held until the latest is final.
-   */
-  def certainlyHeldUntil(time: Long, listed: Array[Long]): Long =
-    if (listed == null) kind.certainlyHeldUntil(time) else closesAt(time, listed)
+  /** [[WindowFinality.certainlyHeldUntil]] for this kind. */
+  def certainlyHeldUntil(time: Long, listed: Array[Long]): Long = WindowFinality.certainlyHeldUntil(kind, time, listed)
 
   /** The earliest partial time to keep once windows whose last tick is before `finalBefore` are final. */
   def oldestNeeded(finalBefore: Long): Long = kind.oldestNeeded(finalBefore)
@@ -61,4 +57,14 @@ final class WindowFinality(kind: ResolvedWindows) {
       if (kind.lastTick(end) >= from && kind.changedBy(start, end, times)) emit(start, end, cursor.aggregate)
     }
   }
+}
+
+object WindowFinality {
+
+  /**
+   * The kind's [[windowagg.ResolvedWindows.certainlyHeldUntil]] of a record at `time`; a record's
+   * listed windows (when not null) exist by its listing, so it is held until the latest is final.
+   */
+  def certainlyHeldUntil(kind: ResolvedWindows, time: Long, listed: Array[Long]): Long =
+    if (listed == null) kind.certainlyHeldUntil(time) else ListedWindows.closesAt(listed)
 }

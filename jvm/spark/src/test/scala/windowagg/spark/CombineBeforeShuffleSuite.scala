@@ -31,10 +31,10 @@ class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
   private def run(name: String, definition: WindowDefinition, merge: Boolean): (Seq[String], Long, Long) = {
     import spark.implicits._
     spark.conf.set(AggregateBeforeShuffle.Conf, if (merge) "always" else "never")
-    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false") // every execution holds rows
     val input = MemoryStream[(String, Long, Long)](spark, 3)
     val stream = input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_millis(col("t")).as("ts"), col("v"))
-    val query = try {
+    // every execution holds rows, so each one's plan counts them
+    val query = try startWithoutNoDataBatches {
       stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit")))
         .agg(sum("v").as("s"), count(lit(1)).as("n"), max("v").as("m"), min(col("ts")).as("first"))
         .writeStream.format("memory").queryName(name).outputMode("append").start()
@@ -53,10 +53,7 @@ class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
         // the shuffle into the stateful operator (every micro-batch has rows)
         merged += plan.collect { case s: ShuffleExchangeExec => s.metrics("shuffleRecordsWritten").value }.sum
       }
-    } finally {
-      query.stop()
-      spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
-    }
+    } finally query.stop()
     (spark.table(name).where(col("k") =!= "flush").collect().map(_.toString).toSeq.sorted, rows, merged)
   }
 

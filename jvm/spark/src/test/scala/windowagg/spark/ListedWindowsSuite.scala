@@ -190,14 +190,13 @@ class ListedWindowsSuite extends AnyFunSuite with SparkSessionFixture {
       val input = MemoryStream[(String, Long, Long)](spark, 2)
       val name = s"listed_stream_$mode${if (definition.disjoint) "_disjoint" else ""}"
       // every execution holds rows, so the last one's plan counts them
-      spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-      val running = try withAggregation(mode) {
+      val running = startWithoutNoDataBatches(withAggregation(mode) {
         input.toDF().toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
           .withWatermark("ts", "10 minutes")
           .groupBy(col("k"), window(col("ts"), definition, expr(listing), java.util.Map.of("lateRows", "emit")))
           .agg(sum("v"), count(lit(1)), max("v"))
           .writeStream.format("memory").queryName(name).outputMode("append").start()
-      } finally spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
+      })
       var combined = 0L
       try {
         (onTime.grouped(450).toSeq ++ Seq(held, flush(10), flush(20))).foreach { batch =>

@@ -107,8 +107,10 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     // the last rows wait for a third one to make a window: batch has them in none, and so is streaming once flushed
     val expected = query(toTs(rows.toDF())).collect().map(_.toString).sorted.toSeq
     val input = MemoryStream[(String, Long, Long)](spark)
-    val out = query(toTs(input.toDF()).withWatermark("ts", "1 minute")).writeStream.format("memory")
-      .queryName("storm_splits").outputMode("append").start()
+    val out = startWithoutNoDataBatches {
+      query(toTs(input.toDF()).withWatermark("ts", "1 minute")).writeStream.format("memory")
+        .queryName("storm_splits").outputMode("append").start()
+    }
     try {
       val shuffled = new Random(5).shuffle(rows)
       shuffled.grouped(37).foreach { part => input.addData(part); out.processAllAvailable() }
@@ -227,11 +229,16 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
       val expected = viewResult(withViews(toTs(rows.toDF()), definition))
       val input = MemoryStream[(String, Long, Long, Long)](spark)
       val name = s"storm_view_$i"
-      val query = withViews(toTs(input.toDF()).withWatermark("ts", "1 minute"), definition)
-        .writeStream.format("memory").queryName(name).outputMode("append").start()
+      val query = startWithoutNoDataBatches {
+        withViews(toTs(input.toDF()).withWatermark("ts", "1 minute"), definition)
+          .writeStream.format("memory").queryName(name).outputMode("append").start()
+      }
       try {
         new Random(i).shuffle(rows.grouped(50).toSeq).foreach { part => input.addData(part); query.processAllAvailable() }
+        // the first flush row moves the watermark past every window, the second's micro-batch emits them
         input.addData(("flush", 10000L * 1000000L, 0L, -1L))
+        query.processAllAvailable()
+        input.addData(("flush", 20000L * 1000000L, 0L, -2L))
         query.processAllAvailable()
       } finally query.stop()
       assert(viewResult(spark.table(name).where(col("k") =!= "flush")) == expected, definition.toString)

@@ -31,8 +31,10 @@ class StreamingSessionSuite extends AnyFunSuite with SparkSessionFixture {
     for (split <- 1 to 2) {
       val input = MemoryStream[(String, Timestamp, Long)](spark)
       val stream = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "30 minutes")
-      val query = sessionsOf(stream).where(col("k") =!= "flush")
-        .writeStream.format("memory").queryName(s"sessions_$split").outputMode("append").start()
+      val query = startWithoutNoDataBatches {
+        sessionsOf(stream).where(col("k") =!= "flush")
+          .writeStream.format("memory").queryName(s"sessions_$split").outputMode("append").start()
+      }
       try {
         val shuffled = new Random(split).shuffle(events)
         shuffled.grouped(60 + split * 17).foreach { part =>

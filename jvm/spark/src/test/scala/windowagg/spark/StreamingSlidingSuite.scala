@@ -28,7 +28,7 @@ class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
   private def rows(df: DataFrame): Seq[String] = df.collect().map(_.toString).toSeq.sorted
 
   private def run(stream: DataFrame, mode: OutputMode, name: String)(feed: StreamingQuery => Unit): DataFrame = {
-    val query = stream.writeStream.format("memory").queryName(name).outputMode(mode).start()
+    val query = startWithoutNoDataBatches(stream.writeStream.format("memory").queryName(name).outputMode(mode).start())
     try feed(query) finally query.stop()
     spark.table(name)
   }

@@ -153,8 +153,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       val name = s"conformance_${kinds.indexOf(kind)}"
       val (options, mode) =
         if (kind.finalInStreaming) (Map.empty[String, String], OutputMode.Append()) else (Map("emit" -> "updates"), OutputMode.Update())
-      val query = dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
-        .writeStream.format("memory").queryName(name).outputMode(mode).start()
+      val query = startWithoutNoDataBatches {
+        dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
+          .writeStream.format("memory").queryName(name).outputMode(mode).start()
+      }
       try {
         val shuffled = new Random(3).shuffle(rows)
         val cuts = (Seq(0, shuffled.length) ++ Seq.fill(3)(new Random(5).nextInt(shuffled.length))).distinct.sorted
@@ -194,8 +196,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
         case d => WindowSpec.parse(s"${d.spec} grace 1 second")
       }
       val name = s"conformance_late_${kinds.indexOf(kind)}"
-      val query = stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit"))).agg(sum("v").as("s"))
-        .writeStream.format("memory").queryName(name).outputMode("append").start()
+      val query = startWithoutNoDataBatches {
+        stream.groupBy(col("k"), window(col("ts"), definition, Map("lateRows" -> "emit"))).agg(sum("v").as("s"))
+          .writeStream.format("memory").queryName(name).outputMode("append").start()
+      }
       val span = kind.spanSeconds * 1000000L
       val resolved = this.resolved(definition, "a")
       def inAWindow(from: Long): Long = Iterator.iterate(from)(_ + 1000000L).find(t => resolved.holds(resolved.partialTime(t))).get
@@ -265,8 +269,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
           .withWatermark("ts", s"${kind.spanSeconds / 10} seconds")
         val options = Map("lateRows" -> "emit") ++ (if (kind.finalInStreaming) Map.empty else Map("emit" -> "updates"))
         val name = s"accounting_${kinds.indexOf(kind)}_$seed"
-        val query = stream.groupBy(col("k"), window(col("ts"), kind.definition, options)).agg(collect_list("id").as("ids"))
-          .writeStream.format("memory").queryName(name).outputMode(mode).start()
+        val query = startWithoutNoDataBatches {
+          stream.groupBy(col("k"), window(col("ts"), kind.definition, options)).agg(collect_list("id").as("ids"))
+            .writeStream.format("memory").queryName(name).outputMode(mode).start()
+        }
         try {
           val rnd = new Random(seed)
           val shuffled = rnd.shuffle(rows)

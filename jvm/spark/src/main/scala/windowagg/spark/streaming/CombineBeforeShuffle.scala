@@ -14,8 +14,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.ListedWindows
-import windowagg.core.SessionMerging
+import windowagg.core.{SessionMerging, WindowFinality}
 import windowagg.spark.{PackedRow, WindowsOfKey}
 
 /** How a streaming aggregation's rows combine before the shuffle (the kind's choice), and why. */
@@ -146,10 +145,8 @@ case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], 
       rows.map { row =>
         val windows = keyOf.fold(spec_.windows)(project => keyWindows(project(row)))
         intake.use(windows)
-        val certain = intake.classify(row) == null && (intake.listedWindows match {
-          case null => windows.certainlyHeldUntil(intake.time)
-          case listed => ListedWindows.closesAt(listed)
-        }) >= watermark
+        val certain = intake.classify(row) == null &&
+          WindowFinality.certainlyHeldUntil(windows, intake.time, intake.listedWindows) >= watermark
         if (certain) {
           combined += 1
           extra.setLong(0, intake.partialTime)
