@@ -23,7 +23,7 @@
    bidder -1, price 0, 3 days after the last bid) whose watermark makes every real window final.
 2. Engines, per query:
      flink      flink_queries.py with the Flink virtualenv's python, one job (one process) per query,
-                parallelism 1, hashmap state, watermark delay 0, --no-empty-job; the Flink processes
+                parallelism 1, hashmap state, its watermark delay (1 ms), --no-empty-job; the Flink processes
                 run one after another, in a background thread, while Spark works (--flink-first: before)
      wa_batch   queries.py's windowagg query on the one CSV file (batch)
      wa_stream  the same query on the stream of files (maxFilesPerTrigger=1, withWatermark("ts", 0 s),
@@ -226,8 +226,7 @@ def run_flink(a, queries: list[str], csv: str, work: Path, results: dict) -> Non
     for q in queries:
         out, tj, lg = work / f"flink-{q}.csv", work / f"flink-{q}.timing.json", work / f"flink-{q}.log"
         cmd = [a.flink_python, str(HERE / "flink_queries.py"), "--bids", csv, "--query", q, "--out", str(out),
-               "--parallelism", "1", "--state-backend", "hashmap", "--watermark-delay-ms", "0",
-               "--no-empty-job", "--timing-json", str(tj)]
+               "--parallelism", "1", "--state-backend", "hashmap", "--no-empty-job", "--timing-json", str(tj)]
         t = time.time()
         try:
             with open(lg, "w") as f:

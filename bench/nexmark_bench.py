@@ -1,0 +1,1212 @@
+#!/usr/bin/env python3
+"""Nexmark q5, q7 and q11: windowagg and Spark's built-ins in Structured Streaming against Apache Flink 2.3.
+
+The issue's report (docs/benchmarks-nexmark.md): events/s, CPU seconds per event and the micro-batch
+duration (the latency proxy) per query and engine, at parallelism 1 and 2 on this machine, plus the
+state size, by micro-batch size for windowagg and Spark; and the targets: windowagg's CPU per event,
+beyond Spark's fixed cost per micro-batch, at most 0.5x Flink's on q5, q7 and q11 at every micro-batch
+size, and events/s at least Flink's from the smallest micro-batch size where that holds.
+
+Input (bench/nexmark/generator.py): --events Nexmark events (seed --seed) at --rate events per second of
+event time, in time order (no disorder); its bids (46 in 50 events) are the input of every engine:
+
+  Flink       ONE CSV file sorted by time (bench/nexmark/flink_queries.py reads several files in no
+              fixed order), watermark delay --flink-watermark-delay-ms (1 ms: ten bids share a millisecond
+              at 10,000 events/s, and at 0 Flink's periodic watermark can close a window between two bids
+              of its last millisecond, and drop the second as late: seen in the --quick runs)
+  Spark       for each micro-batch size N in --sizes: the bids as Parquet files of at most N bids each
+              (equal slices, in time order), read with maxFilesPerTrigger=1 (one file per micro-batch,
+              default trigger), withWatermark("ts", --watermark), plus a last file holding one flush bid
+              (auction and bidder -1, price 0, 3 days after the last bid) whose watermark makes every
+              window final; its rows are left out of the checks
+
+Queries (bench/nexmark/queries.py, the same ones differential.py finds equal across the engines):
+
+  q5    bids per auction in hopping windows of 10 s every 2 s (Nexmark q5's counting step, q5_counts)
+  q7    the highest price per tumbling 10 s window, no key
+  q11   bids per bidder in sessions with a 10 s gap
+
+  windowagg   TimeWindows.of(10 s).advanceBy(2 s) | TimeWindows.of(10 s) | SessionWindows (final emission)
+  spark       window(ts, 10 s, 2 s) | window(ts, 10 s) | session_window(ts, 10 s)
+  flink       HOP | TUMBLE | SESSION window table functions (flink_queries.py), streaming mode
+
+Cells:
+  flink       per query x parallelism (--flink-parallelism) x state backend (--flink-backends): one
+              process each (flink_queries.py with .venv-flink's python; it starts the JVM, runs the query
+              twice over an empty input, cold then warm, then over the bids). Reported: the job's wall
+              (job only), JVM start and the empty jobs separately; CPU s of the whole Flink process tree
+              during the job; events/s = events / job wall; CPU per event = (job CPU - the warm empty
+              job's CPU) / events.
+  spark       per Spark session (local[2] with 2 shuffle partitions; with --p1 also local[1] with 1, for
+              the parallelism-1 cells of --p1-engines at --p1-sizes), per query, engine (windowagg, spark)
+              and size: run_stream (harness.run_stream's, with a lighter wait: noop sink, append mode, fresh
+              checkpoint, until the trailing no-data micro-batch): events/s = events / sum of the
+              micro-batches' triggerExecution; CPU of this process tree (harness.ProcessTreeCpuMeter); the
+              micro-batches' median and p95 duration; the state (stateOperators numRowsTotal and
+              memoryUsedBytes, peak and after the last real file).
+  fixed cost  per session, query and engine, after its cells: the same query over --fixed-files files of
+              --fixed-bids bids (+ the flush file). A thread samples the CPU every 50 ms; each micro-batch's
+              start and duration come from the query progress, so each micro-batch's CPU is read off.
+              Fixed CPU per micro-batch = the CPU from the third few-bid micro-batch's start to the last
+              one's end / their number; the first micro-batch's extra; the query's start and stop
+              (the run's CPU outside its micro-batches).
+  beyond      a cell's CPU per event beyond the fixed cost = (its CPU from its first micro-batch's start to
+              its last one's end - its micro-batches x the CPU per micro-batch fitted from the session's
+              cells: the slope of their CPU against their micro-batches, same events) / events; a session
+              with one size takes the few-bid measure (and the first one's extra) instead. The query's
+              start and stop are left out, as Flink's warm empty job is taken out of Flink's.
+  check       every Spark-side cell's output (observe(): rows, sum of num | max_price, sum of window_start
+              in seconds, the flush bid's rows left out) must equal Flink's output file's: a cell that
+              differs is marked FAILED, left out of the ratios, and the run exits 1.
+
+Results: bench/results/nexmark-<tag>.json; a full run (or --docs) renders docs/benchmarks-nexmark.md and
+docs/img/nexmark.png from bench/nexmark_bench_notes.md. Re-render: --report bench/results/nexmark-<tag>.json
+
+Run from the repository root:  bench/run-nexmark --quick    (100k events, sizes 10k and 100k)
+                               bench/run-nexmark            (1M events, sizes 10k, 100k, 1M, 2 reps; about 15 min)
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+NEXMARK_DIR = BENCH_DIR / "nexmark"
+sys.path.insert(0, str(BENCH_DIR))
+sys.path.insert(0, str(NEXMARK_DIR))
+import harness  # noqa: E402
+import report  # noqa: E402
+from harness import log  # noqa: E402
+import differential as D  # noqa: E402  (bench/nexmark: the flush bid's id, Flink's columns, read_flink)
+import generator  # noqa: E402  (bench/nexmark: the seeded Nexmark generator)
+import queries as Q  # noqa: E402  (bench/nexmark: the queries in windowagg and Spark)
+
+DOC = report.DOCS / "benchmarks-nexmark.md"
+IMG = report.DOCS / "img" / "nexmark.png"
+NOTES = BENCH_DIR / "nexmark_bench_notes.md"
+RESULTS_NAME = "nexmark"  # bench/results/nexmark-<tag>.json; the results' "benchmark" field names this script
+
+QUERY_NAMES = ["q5", "q7", "q11"]
+QUERY = {"q5": "q5_counts", "q7": "q7", "q11": "q11"}  # queries.py's / flink_queries.py's names
+VALUE = {"q5": "num", "q7": "max_price", "q11": "num"}  # the column the checksum sums
+KEY = {"q5": "auction", "q7": None, "q11": "bidder"}
+ENGINES = ["windowagg", "spark"]
+BACKENDS = ["hashmap", "rocksdb"]
+SPARK_QUERY = {"q5": "`window(ts, '10 seconds', '2 seconds')`", "q7": "`window(ts, '10 seconds')`",
+               "q11": "`session_window(ts, '10 seconds')`"}
+WA_QUERY = {"q5": "`TimeWindows.of('10 seconds').advanceBy('2 seconds')`", "q7": "`TimeWindows.of('10 seconds')`",
+            "q11": "`SessionWindows.withInactivityGap('10 seconds')`"}
+CPU_TARGET = 0.5  # windowagg's CPU per event beyond the fixed cost <= 0.5x Flink's
+FIXED_DOMINATES = 0.9  # a cell whose fixed cost is >= 90% of its CPU gets no CPU verdict (the rest is noise)
+DEFECT_MARGIN = 1.10  # a windowagg fixed cost per micro-batch over 1.1x Spark's window() query's is flagged
+
+
+def size_label(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (
+        f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}")
+
+
+def csv_ints(p, text: str, what: str) -> list[int]:
+    try:
+        out = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"{what}: comma-separated integers, got {text!r}")
+    if not out or min(out) < 1:
+        p.error(f"{what}: positive integers, got {text!r}")
+    return out
+
+
+# --------------------------------------------------------------------------------------- args
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 100k events, sizes 10k and 100k, no docs (explicit flags win)")
+    p.add_argument("--events", type=int, help="Nexmark events, ~92%% of them bids (default 1,000,000; quick 100,000)")
+    p.add_argument("--rate", type=int, default=10_000, help="events per second of event time (10,000)")
+    p.add_argument("--sizes", help="micro-batch sizes in bids (default 10000,100000,1000000; quick 10000,100000)")
+    p.add_argument("--queries", default=",".join(QUERY_NAMES), help="subset of q5,q7,q11")
+    p.add_argument("--engines", default=",".join(ENGINES), help="Spark-side engines: subset of windowagg,spark")
+    p.add_argument("--watermark", default="0 seconds", help="withWatermark delay of the stream (0 seconds)")
+    p.add_argument("--row-group", type=int, default=50_000,
+                   help="Parquet row group size (50,000: a large file is split into one scan task per core)")
+    p.add_argument("--p1", dest="p1", action="store_true", default=None,
+                   help="also a local[1] session (1 shuffle partition) for the parallelism-1 cells (default on)")
+    p.add_argument("--no-p1", dest="p1", action="store_false")
+    p.add_argument("--p1-sizes", help="the sizes the local[1] session runs (default: the largest of --sizes)")
+    p.add_argument("--p1-engines", default="windowagg",
+                   help="the engines the local[1] session runs (default windowagg: the targets compare windowagg "
+                        "with Flink; add spark for Spark's built-ins at parallelism 1, about 2 minutes more)")
+    p.add_argument("--reps", type=int, help="timed runs per Spark-side cell, the engines' order alternating "
+                                            "(default 2: the median; quick 1)")
+    p.add_argument("--warmup-bids", type=int,
+                   help="the untimed warm-up run of each query and engine (local[2] only: the local[1] session "
+                        "runs in the same, warm JVM) reads the first N bids, in files of N/4 bids (default 40,000; "
+                        "quick 20,000)")
+    p.add_argument("--fixed-bids", type=int, default=10, help="bids per file of the fixed-cost runs (10)")
+    p.add_argument("--fixed-files", type=int, default=12, help="files of the fixed-cost run (12)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds before a Spark-side run is stopped (900)")
+    p.add_argument("--flink", dest="flink", action="store_true", default=True, help="run the Flink cells (default)")
+    p.add_argument("--no-flink", dest="flink", action="store_false")
+    p.add_argument("--flink-parallelism", default="1,2", help="Flink parallelism values (1,2)")
+    p.add_argument("--flink-backends", default=",".join(BACKENDS), help="subset of hashmap,rocksdb")
+    p.add_argument("--flink-python", default=str(harness.REPO / ".venv-flink" / "bin" / "python"))
+    p.add_argument("--flink-timeout", type=float, default=600.0, help="seconds per Flink process (600)")
+    p.add_argument("--flink-watermark-delay-ms", type=int, default=1,
+                   help="Flink's watermark delay (1 ms: at 0, Flink can close a window between two bids of its last "
+                        "millisecond and drop the second as late)")
+    p.add_argument("--profile", dest="profile", action="store_true", default=None,
+                   help="profile (Java Flight Recorder) one more local[2] windowagg run of the query that misses a "
+                        "target by the most, at --profile-size (default: on unless --quick)")
+    p.add_argument("--no-profile", dest="profile", action="store_false")
+    p.add_argument("--profile-size", type=int, default=100_000, help="micro-batch size of the profiled runs")
+    p.add_argument("--profile-queries", type=int, default=1,
+                   help="profile at most this many queries, those whose windowagg CPU per event at --profile-size "
+                        "is the largest multiple of Flink's first (1)")
+    p.add_argument("--work-dir", help="inputs, outputs and checkpoints (default: a fresh folder under /tmp)")
+    harness.add_session_args(p, master="local[2]", shuffle_partitions=2, driver_memory="4g", seed=1)
+    harness.add_contention_args(p, contended=0.3, quiet_wait=0.0, retries=False)
+    harness.add_output_args(p, DOC.name)
+    a = p.parse_args(argv)
+    harness.defaults(a, events=(1_000_000, 100_000), sizes=("10000,100000,1000000", "10000,100000"),
+                     warmup_bids=(40_000, 20_000), profile=(True, False), p1=(True, True), reps=(2, 1))
+    a.sizes = sorted(set(csv_ints(p, a.sizes, "--sizes")))
+    a.p1_sizes = (sorted(set(csv_ints(p, a.p1_sizes, "--p1-sizes"))) if a.p1_sizes
+                  else a.sizes[-1:])
+    if not set(a.p1_sizes) <= set(a.sizes):
+        p.error("--p1-sizes must be among --sizes")
+    a.queries = harness.subset(p, a.queries, QUERY_NAMES, "query")
+    a.engines = harness.subset(p, a.engines, ENGINES, "engine")
+    a.p1_engines = [e for e in harness.subset(p, a.p1_engines, ENGINES, "engine") if e in a.engines]
+    a.flink_parallelism = csv_ints(p, a.flink_parallelism, "--flink-parallelism")
+    a.flink_backends = harness.subset(p, a.flink_backends, BACKENDS, "state backend")
+    if a.fixed_files < FIXED_SKIP + 3:
+        p.error(f"--fixed-files must be at least {FIXED_SKIP + 3}")
+    if not a.report and a.flink and not Path(a.flink_python).exists():
+        p.error(f"--flink-python {a.flink_python} does not exist (run bench/nexmark/setup-flink, or --no-flink)")
+    return a
+
+
+# ------------------------------------------------------------------------------------ the input
+
+def write_parquet(table, folder: Path, per_file: int, flush, row_group: int) -> list[Path]:
+    """`table` (pyarrow, in time order) as ceil(rows / per_file) Parquet files of equal slices (at most
+    per_file rows each), then `flush` (a one-row table) as the last file; modification times one second
+    apart in that order (the file source reads them so, one per micro-batch). Returns the paths."""
+    import pyarrow.parquet as pq
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    rows = table.num_rows
+    n = max(1, math.ceil(rows / per_file))
+    first = int(time.time()) - n - 20
+    paths = []
+    for i, part in enumerate([table.slice((i * rows) // n, ((i + 1) * rows) // n - (i * rows) // n) for i in range(n)]
+                             + [flush]):
+        path = folder / f"part-{i:05d}.parquet"
+        tmp = folder / f".part-{i:05d}.parquet.tmp"
+        pq.write_table(part, tmp, row_group_size=row_group)
+        os.replace(tmp, path)
+        os.utime(path, (first + i, first + i))
+        paths.append(path)
+    return paths
+
+
+def make_input(a, work: Path) -> dict:
+    """The bids: one CSV for Flink; per size a folder of Parquet files (+ flush); the warm-up and
+    fixed-cost folders. Returns what the run needs to know about them."""
+    import pyarrow as pa
+    t0 = time.perf_counter()
+    bids = generator.generate(generator.Config(events=a.events, seed=a.seed, rate=a.rate))["bid"]
+    if not bids["date_time"].is_monotonic_increasing:
+        raise RuntimeError("the bids are not in time order")
+    last = int(bids["date_time"].max())
+    info = {"events": a.events, "bids": len(bids), "rate": a.rate, "seed": a.seed,
+            "first_ms": int(bids["date_time"].min()), "last_ms": last,
+            "event_time_span_s": (last - int(bids["date_time"].min())) / 1000.0,
+            "auctions": int(bids["auction"].nunique()), "bidders": int(bids["bidder"].nunique()),
+            "flush_ms": last + D.FLUSH_AFTER_MS, "folders": {}}
+    info["flink_csv"] = generator.write_bids(bids, str(work / "flink"), 1)[0]
+    info["csv_mib"] = round(os.path.getsize(info["flink_csv"]) / 2**20, 1)
+    table = pa.Table.from_pandas(bids, preserve_index=False)
+    flush_df = bids.iloc[:1].copy()
+    flush_df.loc[:, ["auction", "bidder", "price"]] = [D.FLUSH_ID, D.FLUSH_ID, 0]
+    flush_df.loc[:, "date_time"] = info["flush_ms"]
+    flush_df.loc[:, ["channel", "url", "extra"]] = ["flush", "", ""]
+    flush = pa.Table.from_pandas(flush_df, preserve_index=False)
+    for size in a.sizes:
+        files = write_parquet(table, work / f"stream-{size}", size, flush, a.row_group)
+        info["folders"][str(size)] = {"path": str(files[0].parent), "files": len(files) - 1,
+                                      "bids_per_file": math.ceil(len(bids) / (len(files) - 1)),
+                                      "parquet_mib": round(sum(f.stat().st_size for f in files) / 2**20, 1)}
+    wb = min(a.warmup_bids, len(bids))
+    files = write_parquet(table.slice(0, wb), work / "warmup", max(1, wb // 4), flush, a.row_group)
+    info["folders"]["warmup"] = {"path": str(files[0].parent), "files": len(files) - 1, "bids": wb}
+    n = a.fixed_files
+    files = write_parquet(table.slice(0, n * a.fixed_bids), work / "fixed", a.fixed_bids, flush, a.row_group)
+    info["folders"]["fixed"] = {"path": str(files[0].parent), "files": len(files) - 1, "bids": n * a.fixed_bids}
+    info["write_s"] = round(time.perf_counter() - t0, 1)
+    return info
+
+
+# ------------------------------------------------------------------------------ Spark-side runs
+
+def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, timeout: float,
+               meter: harness.CpuMeter) -> tuple[dict, list]:
+    """harness.run_stream with a lighter wait, and the query's progress returned too. harness.run_stream
+    polls `recentProgress` every 0.2 s, which turns every micro-batch's progress so far into JSON (one Py4J
+    call each): with ~90 micro-batches that costs a good part of a core, inside the CPU it measures. Here
+    the wait reads only the new entries' input rows through Py4J; the whole progress is read once, after
+    the query stopped and the CPU was sampled. The result has run_stream's fields (and its per-micro-batch
+    `batches`)."""
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    spark.sparkContext._jvm.System.gc()
+    s0 = meter.sample()
+    t0 = time.perf_counter()
+    q = (df.writeStream.queryName(f"bench_{name}_{int(time.time() * 1000)}")
+         .format("noop").outputMode("append")
+         .option("checkpointLocation", str(checkpoint))
+         .start())
+    jq = q._jsq
+    status, seen, data, last_rows, last_data_seen = "ok", 0, 0, None, t0
+    try:
+        deadline = t0 + timeout
+        while True:
+            exc = jq.exception()
+            if exc.isDefined():
+                status = f"error: {str(exc.get().getMessage()).splitlines()[0][:300]}"
+                break
+            arr = jq.recentProgress()
+            n = len(arr)
+            for i in range(seen, n):
+                last_rows = arr[i].numInputRows()
+                data += last_rows > 0
+            seen = n
+            read_all = data >= expected_batches
+            if read_all and last_rows == 0 and n > data:  # the trailing no-data micro-batch is done
+                break
+            if read_all and time.perf_counter() > last_data_seen + 20:  # no trailing micro-batch came
+                break
+            if not read_all:
+                last_data_seen = time.perf_counter()
+            if time.perf_counter() > deadline:
+                status = "timeout"
+                break
+            time.sleep(0.2)
+        wall = time.perf_counter() - t0
+    finally:
+        q.stop()
+    c = harness.CpuMeter.between(s0, meter.sample(), time.perf_counter() - t0)
+    progress = q.recentProgress  # after the CPU sample: reading it is not the query's work
+    batches = []
+    for p in progress:
+        ops = p.get("stateOperators") or []
+        batches.append({
+            "batch": p["batchId"], "input_rows": p["numInputRows"],
+            "trigger_ms": p["durationMs"].get("triggerExecution", 0),
+            "add_batch_ms": p["durationMs"].get("addBatch", 0),
+            "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
+            "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
+            "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
+            "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
+            "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
+            "state_sst_bytes": sum((op.get("customMetrics") or {}).get("rocksdbSstFileSize", 0) for op in ops),
+            "state_flushed_bytes": sum((op.get("customMetrics") or {}).get("rocksdbTotalBytesWrittenByFlush", 0)
+                                       for op in ops),
+            "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
+            "watermark": (p.get("eventTime") or {}).get("watermark"),
+            "operator": ",".join(str(op.get("operatorName")) for op in ops),
+        })
+    events = sum(b["input_rows"] for b in batches)
+    proc_ms = sum(b["trigger_ms"] for b in batches)
+    return {
+        "competitor": name, "status": status, "wall_s": wall, "events": events,
+        "micro_batches": len(batches), "data_batches": sum(1 for b in batches if b["input_rows"] > 0),
+        "processing_s": proc_ms / 1000.0, "events_per_s": events / (proc_ms / 1000.0) if proc_ms else None,
+        "output_rows": sum(max(b["output_rows"], 0) for b in batches), "batches": batches, **c,
+    }, progress
+
+
+def observed(progress) -> tuple[dict, dict, list]:
+    """From a query's progress: the output check ("nexmark_check", summed over its micro-batches),
+    windowagg's own metrics ("windowagg": rows routed aside, summed), and each micro-batch's start (epoch
+    s, the JVM's clock: time.time()'s), duration and input rows."""
+    check = {"rows": 0, "value_sum": 0, "start_s_sum": 0}
+    wa, timing = collections.Counter(), []
+    for p in progress:
+        om = p.get("observedMetrics") or {}
+        c = om.get("nexmark_check")
+        c = c.asDict() if hasattr(c, "asDict") else dict(c or {})
+        for k in check:
+            check[k] += int(c.get(k) or 0)
+        w = om.get("windowagg")
+        for k, v in (w.asDict() if hasattr(w, "asDict") else dict(w or {})).items():
+            if isinstance(v, (int, float)):
+                wa[k] += v
+        timing.append({"batch": p["batchId"], "rows": p["numInputRows"],
+                       "start": dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp(),
+                       "ms": (p["durationMs"] or {}).get("triggerExecution", 0)})
+    return check, dict(wa), timing
+
+
+def bid_stream(spark, folder: Path, watermark: str):
+    """The Parquet bids in `folder` as a stream, one file per micro-batch, with ts and the watermark."""
+    df = spark.readStream.schema(Q.BID_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    return Q.with_ts(df).withWatermark("ts", watermark)
+
+
+def query_df(spark, a, engine: str, q: str, folder: Path, last_real_ms: int):
+    """The engine's query over the stream, with the output check as observed metrics (the flush bid's
+    rows left out: its key, or for q7 the windows after the last real bid)."""
+    from pyspark.sql import functions as F
+    wa, sp, _, _ = Q.QUERIES[QUERY[q]]
+    out = (wa if engine == "windowagg" else sp)(bid_stream(spark, folder, a.watermark))
+    real = F.col(KEY[q]) != F.lit(D.FLUSH_ID) if KEY[q] else F.col("window_start") <= F.lit(last_real_ms)
+    return out.observe("nexmark_check",
+                       F.sum(F.when(real, F.lit(1)).otherwise(F.lit(0))).cast("long").alias("rows"),
+                       F.sum(F.when(real, F.col(VALUE[q]))).cast("long").alias("value_sum"),
+                       F.sum(F.when(real, F.expr("window_start div 1000"))).cast("long").alias("start_s_sum"))
+
+
+class CpuSampler:
+    """Samples the CPU of this benchmark's processes (Python, the driver JVM and the commands it ran:
+    harness.CpuMeter) every `interval` s in a thread, so that the CPU of a stretch of time, e.g. one
+    micro-batch from its start to its end, can be read off afterwards (linear between samples)."""
+
+    def __init__(self, meter: harness.CpuMeter, interval: float = 0.05):
+        self.meter, self.interval = meter, interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        while True:
+            own = self.meter.sample()[1]
+            if own is not None:
+                self.samples.append((time.time(), own / harness._CLK))
+            if self._stop.wait(self.interval):
+                break
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        own = self.meter.sample()[1]
+        if own is not None:
+            self.samples.append((time.time(), own / harness._CLK))
+
+    def at(self, t: float) -> float | None:
+        """The CPU seconds used up to time t (interpolated between the samples around it)."""
+        xs = self.samples
+        if not xs or t < xs[0][0] or t > xs[-1][0]:
+            return None
+        lo, hi = 0, len(xs) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if xs[mid][0] <= t:
+                lo = mid
+            else:
+                hi = mid
+        (t0, c0), (t1, c1) = xs[lo], xs[hi]
+        return c0 if t1 <= t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+
+    def between(self, t0: float, t1: float) -> float | None:
+        a, b = self.at(t0), self.at(t1)
+        return None if a is None or b is None else b - a
+
+
+class SparkSide:
+    """One Spark session's runs: its parallelism, the CPU meters, the work folder."""
+
+    def __init__(self, spark, a, info: dict, work: Path, parallelism: int):
+        self.spark, self.a, self.info, self.work, self.p = spark, a, info, work, parallelism
+        self.meter = harness.ProcessTreeCpuMeter(spark)
+        self.sampler_meter = harness.CpuMeter(spark)  # cheaper to sample (no /proc scan); no Python workers here
+        self.n = 0
+
+    def run(self, engine: str, q: str, folder_key: str, kind: str) -> dict:
+        """One run of the engine's query over the files of `folder_key` (run_stream)."""
+        self.n += 1
+        f = self.info["folders"][folder_key]
+        folder = Path(f["path"])
+        label = f"{engine}-{q}-{folder_key}-p{self.p}-{self.n}"
+        ck = self.work / "checkpoints" / label
+        df = query_df(self.spark, self.a, engine, q, folder, self.info["last_ms"])
+        harness.wait_quiet(self.meter, self.a.quiet_wait, self.a.contended)
+        with CpuSampler(self.sampler_meter) as sampler:
+            r, progress = run_stream(self.spark, df, label, ck, f["files"] + 1, self.a.timeout, self.meter)
+        shutil.rmtree(ck, ignore_errors=True)
+        check, wa_metrics, tm = observed(progress)
+        # the CPU of each micro-batch (from its start to its end), and of the whole stretch from the first
+        # micro-batch's start to the last one's end; the rest of the run's CPU is the query's start and stop
+        base = sampler.samples[0][1] if sampler.samples else 0.0
+        for b in tm:
+            # this run's CPU up to the micro-batch's start and end (None outside the samples)
+            c0, c1 = sampler.at(b["start"]), sampler.at(b["start"] + b["ms"] / 1000)
+            b["cpu_at_start"] = None if c0 is None else c0 - base
+            b["cpu_at_end"] = None if c1 is None else c1 - base
+            b["cpu_s"] = None if c0 is None or c1 is None else c1 - c0
+        r["batch_timing"] = tm
+        r["cpu_in_batches_s"] = (sampler.between(tm[0]["start"], tm[-1]["start"] + tm[-1]["ms"] / 1000)
+                                 if tm else None)
+        r["cpu_start_stop_s"] = (r["own_cpu_s"] - r["cpu_in_batches_s"]
+                                 if r["cpu_in_batches_s"] is not None and r["own_cpu_s"] is not None else None)
+        flush_read = r["data_batches"] >= f["files"] + 1
+        r.update({"engine": engine, "query": q, "p": self.p, "input": folder_key, "kind": kind,
+                  "events_read": r["events"], "events": r["events"] - (1 if flush_read else 0),
+                  "files": f["files"], "check": check, "windowagg_metrics": wa_metrics,
+                  "contended": r["foreign_cores"] is not None and r["foreign_cores"] > self.a.contended})
+        r["events_per_s"] = r["events"] / r["processing_s"] if r["processing_s"] else None
+        real = [b for b in r["batches"] if b["input_rows"] > 1]  # the input files' micro-batches, not the flush's
+        ms = sorted(b["trigger_ms"] for b in real)
+        r["batch_ms_median"] = statistics.median(ms) if ms else None
+        r["batch_ms_p95"] = ms[min(len(ms) - 1, math.ceil(0.95 * len(ms)) - 1)] if ms else None
+        r["state_rows_peak"] = max((b["state_rows"] for b in r["batches"]), default=None)
+        r["state_rows_last_real"] = real[-1]["state_rows"] if real else None
+        r["state_memory_peak"] = max((b["state_memory_bytes"] for b in r["batches"]), default=None)
+        r["state_sst_peak"] = max((b["state_sst_bytes"] for b in r["batches"]), default=None)
+        r["plan_operators"] = sorted({b["operator"] for b in r["batches"] if b["operator"]})
+        return r
+
+
+FIXED_SKIP = 2  # the fixed-cost run's first micro-batches, left out of its steady state
+
+
+def fixed_cost(r: dict) -> dict:
+    """The fixed cost per micro-batch of one query and engine, from its run over files of a few bids: the
+    CPU from the start of its third such micro-batch to the end of its last, divided by their number (the
+    first two open the state stores and build the plan); how much more the first micro-batch took; the
+    query's start and stop (the run's CPU outside its micro-batches); the micro-batches' median and p95
+    duration."""
+    out = {k: r.get(k) for k in ("micro_batches", "own_cpu_s", "wall_s", "processing_s", "status",
+                                 "cpu_start_stop_s", "batch_ms_median", "batch_ms_p95")}
+    out["contended"] = bool(r.get("contended"))
+    tm = [b for b in r.get("batch_timing") or [] if b["rows"] > 1]  # the few-bid files, not the flush
+    steady = tm[FIXED_SKIP:]
+    out["cpu_s_per_batch"] = out["first_batch_extra_cpu_s"] = out["steady_batches"] = None
+    if r["status"] == "ok" and len(steady) >= 3:
+        c0, c1 = steady[0].get("cpu_at_start"), steady[-1].get("cpu_at_end")
+        cpu = None if c0 is None or c1 is None else c1 - c0
+        out["steady_batches"] = len(steady)
+        out["cpu_s_per_batch"] = cpu / len(steady) if cpu is not None else None
+        out["cpu_s_per_batch_median"] = harness.median([b.get("cpu_s") for b in steady])
+        first = r["batch_timing"][0].get("cpu_s") if r.get("batch_timing") else None
+        if first is not None and out["cpu_s_per_batch"] is not None:
+            out["first_batch_extra_cpu_s"] = max(0.0, first - out["cpu_s_per_batch"])
+    return out
+
+
+# ----------------------------------------------------------------------------------------- Flink
+
+def flink_check(path: Path, q: str) -> dict:
+    df = D.read_flink(str(path), QUERY[q])
+    return {"rows": int(len(df)), "value_sum": int(df[VALUE[q]].sum()),
+            "start_s_sum": int((df["window_start"] // 1000).sum())}
+
+
+def run_flink(a, q: str, p: int, backend: str, csv: str, work: Path, meter: harness.CpuMeter) -> dict:
+    """One flink_queries.py process: JVM start, two empty jobs (cold, warm), the job over the bids.
+    Returns its timing JSON plus the process's wall, the check of its output, and the CPU other
+    processes used meanwhile."""
+    out, tj, lg = work / f"flink-{q}-p{p}-{backend}.csv", work / f"flink-{q}-p{p}-{backend}.json", \
+        work / f"flink-{q}-p{p}-{backend}.log"
+    cmd = [a.flink_python, str(NEXMARK_DIR / "flink_queries.py"), "--bids", csv, "--query", QUERY[q],
+           "--out", str(out), "--parallelism", str(p), "--state-backend", backend,
+           "--watermark-delay-ms", str(a.flink_watermark_delay_ms),
+           "--empty-jobs", "2", "--timing-json", str(tj)]
+    harness.wait_quiet(meter, a.quiet_wait, a.contended)
+    s0 = meter.sample()
+    t0 = time.perf_counter()
+    r = {"engine": "flink", "query": q, "p": p, "backend": backend}
+    try:
+        with open(lg, "w") as f:
+            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=harness.REPO)
+        r["status"] = "ok" if proc.returncode == 0 and out.exists() and tj.exists() else \
+            f"error: exit {proc.returncode}: {D._tail(lg, 8)[-600:]}"
+    except subprocess.TimeoutExpired:
+        r["status"] = f"timeout after {a.flink_timeout:.0f} s"
+    wall = time.perf_counter() - t0
+    c = harness.CpuMeter.between(s0, meter.sample(), wall)
+    r["process_wall_s"] = wall
+    if tj.exists():  # flink_queries.py's timing, under its own names ("query" is its name of the query: kept apart)
+        timing = json.loads(tj.read_text())
+        r["flink_query"] = timing.pop("query", None)
+        r.update({k: v for k, v in timing.items() if k not in r})
+    if r["status"] == "ok":
+        r["check"] = flink_check(out, q)
+        ev = r["events"]
+        r["events_per_s"] = ev / r["wall_s"] if r.get("wall_s") else None
+        r["cpu_us_per_event"] = r["cpu_s"] / ev * 1e6 if ev else None
+        r["cpu_us_per_event_beyond_empty"] = (r["cpu_s"] - r["empty_job_warm_cpu_s"]) / ev * 1e6 if ev else None
+    # Flink's processes are children of this one, not part of the meter's own CPU: take them out of others'
+    tree = r.get("total_cpu_s") or 0.0
+    r["foreign_cores"] = (None if c["foreign_cpu_s"] is None
+                          else max(0.0, c["foreign_cpu_s"] - tree) / wall)
+    r["contended"] = r["foreign_cores"] is not None and r["foreign_cores"] > a.contended
+    for path in (out, tj):
+        path.unlink(missing_ok=True)
+    if r["status"] == "ok":
+        lg.unlink(missing_ok=True)
+    return r
+
+
+# ---------------------------------------------------------------------------------------- profile
+
+def profile_run(side: SparkSide, q: str, folder_key: str, work: Path) -> dict:
+    """One windowagg run of q under Java Flight Recorder; where the executor threads' samples fall
+    (sliding_streaming.py's categories)."""
+    from sliding_streaming import CATEGORIES  # the frame categories of the streaming page's profile
+    meter, spark = side.meter, side.spark
+    if meter.jvm_pid is None:
+        return {"error": "driver JVM pid unknown"}
+    jdk_bin = Path(spark.sparkContext._jvm.System.getProperty("java.home")) / "bin"
+    jcmd, jfr = jdk_bin / "jcmd", jdk_bin / "jfr"
+    if not jcmd.exists() or not jfr.exists():
+        return {"error": f"no jcmd/jfr in {jdk_bin}"}
+    rec = work / f"profile-{q}.jfr"
+    rec.unlink(missing_ok=True)
+    subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.start", "name=nexmark", "settings=profile",
+                    f"filename={rec}"], check=True, capture_output=True)
+    try:
+        r = side.run("windowagg", q, folder_key, "profile")
+    finally:
+        subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.stop", "name=nexmark"], capture_output=True)
+    total, cats, top, threads = 0, collections.Counter(), collections.Counter(), collections.Counter()
+    others = collections.Counter()  # the other threads by name, digits left out
+    proc = subprocess.Popen([str(jfr), "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample", str(rec)],
+                            stdout=subprocess.PIPE, text=True)
+    thread, frames, in_stack = "", [], False
+    for line in proc.stdout:
+        line = line.strip()
+        if line.startswith("jdk.ExecutionSample"):
+            thread, frames, in_stack = "", [], False
+        elif line.startswith("sampledThread = "):
+            thread = line.split('"')[1] if '"' in line else line
+        elif line.startswith("stackTrace = ["):
+            in_stack = True
+        elif in_stack and line == "]":
+            in_stack = False
+            if frames:  # the driver's stream execution thread plans, commits and logs each micro-batch
+                threads["executor tasks" if "Executor task" in thread else
+                        "stream execution (driver: planning, offsets, commit)" if "stream execution" in thread
+                        else "other threads"] += 1
+                if "Executor task" not in thread and "stream execution" not in thread:
+                    others["".join("#" if ch.isdigit() else ch for ch in thread)[:60]] += 1
+            if "Executor task" in thread and frames:
+                total += 1
+                top[frames[0]] += 1
+                hit = next((label for f in frames for label, needles in CATEGORIES if any(n in f for n in needles)),
+                           "other")
+                cats[hit] += 1
+        elif in_stack and line != "...":
+            frames.append(line.split("(", 1)[0])
+    proc.wait()
+    rec.unlink(missing_ok=True)
+    share = (lambda c: round(c / total, 4)) if total else (lambda c: None)
+    return {"query": q, "input": folder_key, "executor_samples": total,
+            "run": {k: r[k] for k in ("events", "micro_batches", "processing_s", "own_cpu_s", "status")},
+            "categories": [{"category": k, "share": share(c)} for k, c in cats.most_common()],
+            "threads": [{"threads": k, "share": round(c / sum(threads.values()), 4)} for k, c in threads.most_common()],
+            "other_threads": [{"thread": k, "share": round(c / sum(threads.values()), 4)}
+                              for k, c in others.most_common(5)],
+            "top_self": [{"frame": k, "share": share(c)} for k, c in top.most_common(10)]}
+
+
+# ---------------------------------------------------------------------------------------- summary
+
+def fit_per_batch(cells: list[dict]) -> dict | None:
+    """The CPU in a query's micro-batches as its micro-batches x a cost per micro-batch + the CPU of its
+    events, fitted by least squares over the cells of one query, engine and session: the same events in
+    more or fewer micro-batches, so the slope is the cost of one more micro-batch on this workload (its
+    state included), and what is left the events' own. None with fewer than two micro-batch counts."""
+    pts = [(c["micro_batches"], c["cpu_in_batches_s"]) for c in cells
+           if c["status"] == "ok" and c["cpu_in_batches_s"] is not None]
+    if len({b for b, _ in pts}) < 2 or len({c["events"] for c in cells}) != 1:
+        return None
+    mb = sum(b for b, _ in pts) / len(pts)
+    mc = sum(c for _, c in pts) / len(pts)
+    slope = sum((b - mb) * (c - mc) for b, c in pts) / sum((b - mb) ** 2 for b, _ in pts)
+    return {"cpu_s_per_batch": slope, "cpu_s_of_events": mc - slope * mb, "cells": len(pts),
+            "residual_s": max(abs(c - (mc + slope * (b - mb))) for b, c in pts)}
+
+
+def _med(rs: list[dict], key: str):
+    return harness.median([r.get(key) for r in rs])
+
+
+def summarize(res: dict) -> None:
+    """The cells (medians over reps), the fixed costs, the checks against Flink, and the targets."""
+    flink = {}
+    for r in res["runs"]:
+        if r["engine"] == "flink":
+            flink[f"{r['query']}/p{r['p']}/{r['backend']}"] = r
+    refs = {}  # query -> Flink's check (the first successful cell), and whether all Flink cells agree
+    for q in res["args"]["queries"]:
+        # the reference: the output most of Flink's cells of the query agree on (ties: the one of the
+        # smallest parallelism), since a Flink cell can lose late rows
+        cells_q = sorted((r for r in flink.values() if r["query"] == q and r.get("check")), key=lambda r: r["p"])
+        if cells_q:
+            votes = collections.Counter(json.dumps(r["check"], sort_keys=True) for r in cells_q)
+            top = max(votes.values())
+            ref = next(r for r in cells_q if votes[json.dumps(r["check"], sort_keys=True)] == top)
+            refs[q] = {"check": ref["check"], "cell": f"p{ref['p']} {ref['backend']}",
+                       "flink_cells_agree": all(r["check"] == ref["check"] for r in cells_q)}
+    fixed = {}
+    for r in res["runs"]:
+        if r["engine"] != "flink" and r["kind"] == "fixed":
+            fixed[f"{r['engine']}/{r['query']}/p{r['p']}"] = fixed_cost(r)
+    cells = {}
+    by = collections.defaultdict(list)
+    for r in res["runs"]:
+        if r["engine"] != "flink" and r["kind"] == "timed":
+            by[f"{r['engine']}/{r['query']}/p{r['p']}/{r['input']}"].append(r)
+    for key, rs in by.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        r0 = ok[0] if ok else rs[0]
+        c = {"engine": r0["engine"], "query": r0["query"], "p": r0["p"], "size": int(r0["input"]),
+             "runs": len(ok), "status": "ok" if ok else rs[0]["status"], "events": r0["events"],
+             "files": r0["files"], "micro_batches": r0["micro_batches"],
+             "events_per_s": _med(ok, "events_per_s"), "processing_s": _med(ok, "processing_s"),
+             "wall_s": _med(ok, "wall_s"), "own_cpu_s": _med(ok, "own_cpu_s"),
+             "batch_ms_median": _med(ok, "batch_ms_median"), "batch_ms_p95": _med(ok, "batch_ms_p95"),
+             "state_rows_peak": r0.get("state_rows_peak"), "state_rows_last_real": r0.get("state_rows_last_real"),
+             "state_memory_peak": r0.get("state_memory_peak"), "state_sst_peak": r0.get("state_sst_peak"),
+             "contended_runs": sum(1 for r in ok if r.get("contended")),
+             "checks": [r["check"] for r in rs], "windowagg_metrics": r0.get("windowagg_metrics")}
+        c["cpu_us_per_event"] = c["own_cpu_s"] / c["events"] * 1e6 if c["own_cpu_s"] and c["events"] else None
+        c["cpu_in_batches_s"] = _med(ok, "cpu_in_batches_s")
+        c["cpu_start_stop_s"] = _med(ok, "cpu_start_stop_s")
+        ref = refs.get(c["query"])
+        if c["status"] != "ok":
+            c["check"] = "not run"
+        elif ref is None:
+            c["check"] = "no Flink reference"
+        elif all(ch == ref["check"] for ch in c["checks"]):
+            c["check"] = "ok"
+        else:
+            c["check"] = "FAILED"
+        late = {k: v for k, v in (c["windowagg_metrics"] or {}).items() if v}
+        if late and c["check"] == "ok":
+            c["check"] = f"FAILED (rows routed aside: {late})"
+        cells[key] = c
+    # the fixed cost per micro-batch: fitted from the cells where a session ran several sizes, else the
+    # few-bid files' measure (with the first micro-batch's extra)
+    fits = {}
+    for c in cells.values():
+        fits.setdefault(f"{c['engine']}/{c['query']}/p{c['p']}", []).append(c)
+    fits = {k: fit_per_batch(cs) for k, cs in fits.items()}
+    for c in cells.values():
+        k = f"{c['engine']}/{c['query']}/p{c['p']}"
+        fit, fx = fits.get(k), fixed.get(k)
+        c["fixed_cpu_s"] = c["fixed_share"] = c["cpu_us_per_event_beyond_fixed"] = c["fixed_from"] = None
+        if fit:
+            c["fixed_cpu_s"], c["fixed_from"] = c["micro_batches"] * fit["cpu_s_per_batch"], "fitted"
+        elif fx and fx.get("cpu_s_per_batch") is not None:
+            c["fixed_cpu_s"] = (fx["first_batch_extra_cpu_s"] or 0.0) + c["micro_batches"] * fx["cpu_s_per_batch"]
+            c["fixed_from"] = "few-bid files"
+        if c["fixed_cpu_s"] is not None and c["cpu_in_batches_s"] is not None and c["events"] and c["own_cpu_s"]:
+            c["fixed_share"] = (c["fixed_cpu_s"] + (c["cpu_start_stop_s"] or 0.0)) / c["own_cpu_s"]
+            c["cpu_us_per_event_beyond_fixed"] = (c["cpu_in_batches_s"] - c["fixed_cpu_s"]) / c["events"] * 1e6
+    for key, r in flink.items():
+        ref = refs.get(r["query"])
+        if not r.get("check") or not ref:
+            r["check_status"] = "not run"
+        elif r["check"] == ref["check"]:
+            r["check_status"] = "ok"
+        else:
+            r["check_status"] = ("**differs** from the others: " + ", ".join(
+                f"{k} {r['check'][k]:,} vs {ref['check'][k]:,}" for k in r["check"] if r["check"][k] != ref["check"][k]))
+    # the targets, per query, Spark parallelism and size: windowagg against each Flink state backend at the
+    # same parallelism
+    targets = []
+    sizes = res["args"]["sizes"]
+    for q in res["args"]["queries"]:
+        for p in sorted({c["p"] for c in cells.values()}, reverse=True):
+            rows = []
+            for size in sizes:
+                w = cells.get(f"windowagg/{q}/p{p}/{size}")
+                if w is None:
+                    continue
+                t = {"query": q, "p": p, "size": size, "windowagg_ok": w["status"] == "ok" and w["check"] == "ok",
+                     "wa_cpu_beyond": w["cpu_us_per_event_beyond_fixed"], "wa_cpu": w["cpu_us_per_event"],
+                     "wa_events_per_s": w["events_per_s"], "fixed_share": w["fixed_share"], "flink": {}}
+                for b in res["args"]["flink_backends"]:
+                    f = flink.get(f"{q}/p{p}/{b}")
+                    if f and f["status"] == "ok":
+                        positive = (w["cpu_us_per_event_beyond_fixed"] or 0) > 0 and (
+                            f["cpu_us_per_event_beyond_empty"] or 0) > 0  # else a ratio means nothing
+                        t["flink"][b] = {
+                            "cpu_beyond": f["cpu_us_per_event_beyond_empty"], "events_per_s": f["events_per_s"],
+                            "cpu_ratio": harness.ratio(w["cpu_us_per_event_beyond_fixed"], f["cpu_us_per_event_beyond_empty"])
+                            if t["windowagg_ok"] and positive else None,
+                            "eps_ratio": harness.ratio(w["events_per_s"], f["events_per_s"]) if t["windowagg_ok"] else None}
+                cr = [x["cpu_ratio"] for x in t["flink"].values()]
+                er = [x["eps_ratio"] for x in t["flink"].values()]
+                t["cpu_met"] = None if not cr or None in cr else max(cr) <= CPU_TARGET
+                # CPU beyond the fixed cost is a difference of two measurements: where the fixed cost is
+                # nearly all of the cell's CPU, what is left is within the fixed cost's noise
+                t["fixed_dominates"] = w["fixed_share"] is not None and w["fixed_share"] >= FIXED_DOMINATES
+                if t["windowagg_ok"] and t["flink"] and (t["fixed_dominates"] or None in cr):
+                    t["cpu_met"] = "undecided"
+                t["eps_met"] = None if not er or None in er else min(er) >= 1.0
+                rows.append(t)
+            if not rows:
+                continue
+            # the smallest size from which windowagg's events/s is at least Flink's at every larger size
+            from_size = None
+            for t in reversed(rows):
+                if t["eps_met"]:
+                    from_size = t["size"]
+                else:
+                    break
+            v = [t["cpu_met"] for t in rows]
+            cpu_all = (False if False in v else None if None in v else "undecided" if "undecided" in v else True)
+            targets.append({"query": q, "p": p, "sizes": rows, "cpu_met_all": cpu_all,
+                "eps_from_size": from_size, "eps_measured": all(t["eps_met"] is not None for t in rows),
+                "fixed_from": next((w["fixed_from"] for w in (cells.get(f"windowagg/{q}/p{p}/{t['size']}") for t in rows)
+                                    if w and w["fixed_from"]), None)})
+    defects = []
+    for q in res["args"]["queries"]:
+        for p in sorted({int(k.split("/")[2][1:]) for k in fixed}, reverse=True):
+            w, s = fixed.get(f"windowagg/{q}/p{p}"), fixed.get(f"spark/{q}/p{p}")
+            if not w or not s:
+                continue
+            fw, fs = fits.get(f"windowagg/{q}/p{p}"), fits.get(f"spark/{q}/p{p}")
+            d = {"query": q, "p": p,
+                 "cpu_ratio": harness.ratio(w.get("cpu_s_per_batch"), s.get("cpu_s_per_batch")),
+                 "ms_ratio": harness.ratio(w.get("batch_ms_median"), s.get("batch_ms_median")),
+                 "fit_cpu_ratio": harness.ratio(fw["cpu_s_per_batch"], fs["cpu_s_per_batch"]) if fw and fs else None}
+            rs = [x for x in (d["cpu_ratio"], d["ms_ratio"], d["fit_cpu_ratio"]) if x is not None]
+            d["defect"] = bool(rs) and max(rs) > DEFECT_MARGIN
+            defects.append(d)
+    res["summary"] = {"flink": flink, "flink_reference": refs, "fixed": fixed, "fitted": fits, "cells": cells,
+                      "targets": targets, "fixed_cost_comparison": defects,
+                      "failed_checks": sorted(k for k, c in cells.items()
+                                              if c["status"] == "ok" and c["check"] not in ("ok", "no Flink reference"))}
+
+
+def save_results(res: dict, tag: str) -> Path:
+    summarize(res)
+    return harness.write_json(res, harness.results_path(RESULTS_NAME, tag), indent=1)
+
+
+# ----------------------------------------------------------------------------------------- report
+
+ENGINE_LABEL = {"windowagg": "windowagg", "spark": "Spark built-in"}
+STYLE = {("windowagg", 2): dict(color="tab:blue", marker="o", linewidth=2.2),
+         ("spark", 2): dict(color="tab:orange", marker="s"),
+         ("windowagg", 1): dict(color="tab:blue", marker="o", linestyle="--", alpha=0.7),
+         ("spark", 1): dict(color="tab:orange", marker="s", linestyle="--", alpha=0.7)}
+FLINK_STYLE = {(2, "hashmap"): dict(color="tab:green", linestyle="-"),
+               (2, "rocksdb"): dict(color="tab:green", linestyle=":"),
+               (1, "hashmap"): dict(color="tab:gray", linestyle="-"),
+               (1, "rocksdb"): dict(color="tab:gray", linestyle=":")}
+
+
+def render_plot(res: dict, img: Path) -> None:
+    plt = report.pyplot()
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+    S = res["summary"]
+    qs = res["args"]["queries"]
+    fig, axes = plt.subplots(2, len(qs), figsize=(5.2 * len(qs), 9.4), squeeze=False)
+    sizes = res["args"]["sizes"]
+    for j, q in enumerate(qs):
+        for i, (key, flink_key, ylabel) in enumerate((
+                ("events_per_s", "events_per_s", "events/s (log)"),
+                ("cpu_us_per_event_beyond_fixed", "cpu_us_per_event_beyond_empty",
+                 "CPU µs per event beyond the fixed cost (log)"))):
+            ax = axes[i][j]
+            for (eng, p), style in STYLE.items():
+                pts = sorted((c["size"], c[key]) for c in S["cells"].values()
+                             if c["engine"] == eng and c["p"] == p and c["query"] == q and c[key] is not None
+                             and c[key] > 0 and c["status"] == "ok")
+                if pts:
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], label=f"{ENGINE_LABEL[eng]}, local[{p}]", **style)
+                if i == 1 and p == 2:  # all of the CPU, the fixed cost included: where the difference comes from
+                    pts = sorted((c["size"], c["cpu_us_per_event"]) for c in S["cells"].values()
+                                 if c["engine"] == eng and c["p"] == p and c["query"] == q and c["status"] == "ok"
+                                 and c["cpu_us_per_event"])
+                    if pts:
+                        ax.plot([x for x, _ in pts], [y for _, y in pts], color=style["color"], linestyle=":",
+                                marker=style["marker"], markerfacecolor="white", linewidth=1,
+                                label=f"{ENGINE_LABEL[eng]}, local[{p}], all CPU (fixed cost included)")
+            for (p, b), style in FLINK_STYLE.items():
+                f = S["flink"].get(f"{q}/p{p}/{b}")
+                if f and f.get(flink_key):
+                    ax.axhline(f[flink_key], label=f"Flink p{p} {b}", **style)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.xaxis.set_major_locator(FixedLocator(sizes))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(int(round(v)))))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 100 else f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlim(min(sizes) / 2, max(sizes) * 2)
+            ax.set_xlabel("bids per micro-batch")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.set_title(q)
+    handles = {}
+    for ax in axes.flat:  # one legend for all panels, below them
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=4, fontsize=8, framealpha=0.9)
+    w = res["workload"]
+    fig.suptitle(f"Nexmark {', '.join(qs)}: {w['bids']:,} bids ({w['events']:,} events at {w['rate']:,}/s); "
+                 "Flink's lines: job only (events/s) and beyond a warm empty job (CPU)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    report.save(fig, img)
+
+
+def _f(x, spec=",.0f"):
+    return report.fmt_num(x, spec)
+
+
+def _mib(x):
+    return "–" if x is None else f"{x / 2**20:,.1f}"
+
+
+def _verdict(v) -> str:
+    if v == "undecided":
+        return "undecided (fixed cost ≥ 90% of the CPU, or a difference ≤ 0)"
+    return "not measured" if v is None else ("**met**" if v else "**missed**")
+
+
+def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
+    render_plot(res, img)
+    S, args, w, cfg = res["summary"], res["args"], res["workload"], res["config"]
+    qs = args["queries"]
+
+    # Flink's cells
+    frows = []
+    for q in qs:
+        for p in args["flink_parallelism"]:
+            for b in args["flink_backends"]:
+                f = S["flink"].get(f"{q}/p{p}/{b}")
+                if f is None:
+                    continue
+                if f["status"] != "ok":
+                    frows.append([q, p, b, f"error: {f['status'][:80]}"] + ["–"] * 10)
+                    continue
+                frows.append([q, p, b, _f(f["events_per_s"]), f"{f['wall_s']:.2f}", f"{f['cpu_s']:.2f}",
+                              f"{f['empty_job_warm_s']:.2f} / {f['empty_job_warm_cpu_s']:.2f}",
+                              _f(f["cpu_us_per_event"], ".2f"), f"**{_f(f['cpu_us_per_event_beyond_empty'], '.2f')}**",
+                              f"{f['startup_s']:.1f}", f"{f['empty_job_cold_s']:.1f}", f"{f['process_wall_s']:.1f}",
+                              _f(f["rows"]), f["check_status"] + (" †" if f.get("contended") else "")])
+    flink_table = report.table(
+        ["query", "parallelism", "state backend", "events/s (job)", "job wall s", "job CPU s",
+         "warm empty job: wall / CPU s", "CPU µs/event", "CPU µs/event beyond the warm empty job",
+         "JVM start s", "cold empty job s", "process wall s", "output rows", "check"],
+        "lrlrrrrrrrrrrl", frows)
+
+    # windowagg's and Spark's cells, one table per query
+    spark_tables = []
+    for q in qs:
+        rows = []
+        for p in sorted({c["p"] for c in S["cells"].values()}, reverse=True):
+            for size in args["sizes"]:
+                for eng in args["engines"]:
+                    c = S["cells"].get(f"{eng}/{q}/p{p}/{size}")
+                    if c is None:
+                        continue
+                    if c["status"] != "ok":
+                        rows.append([ENGINE_LABEL[eng], f"local[{p}]", size_label(size), c["status"][:60]]
+                                    + ["–"] * 10)
+                        continue
+                    rows.append([ENGINE_LABEL[eng], f"local[{p}]", f"{size_label(size)} ({c['micro_batches']})",
+                                 _f(c["events_per_s"]), f"{c['own_cpu_s']:.1f}", _f(c["cpu_us_per_event"], ".2f"),
+                                 f"{c['fixed_cpu_s']:.1f} ({c['fixed_share']:.0%})" if c["fixed_cpu_s"] is not None else "–",
+                                 f"**{_f(c['cpu_us_per_event_beyond_fixed'], '.2f')}**",
+                                 f"{_f(c['batch_ms_median'])} / {_f(c['batch_ms_p95'])}",
+                                 _f(c["state_rows_peak"]), _f(c["state_rows_last_real"]), _mib(c["state_memory_peak"]),
+                                 _mib(c["state_sst_peak"]),
+                                 ("ok" if c["check"] == "ok" else f"**{c['check']}**")
+                                 + (" †" if c["contended_runs"] else "")])
+        spark_tables.append(f"**{q}** (windowagg {WA_QUERY[q]}, Spark {SPARK_QUERY[q]}):\n\n" + "\n".join(report.table(
+            ["engine", "session", "bids per micro-batch (micro-batches)", "events/s", "CPU s", "CPU µs/event",
+             "fixed cost CPU s (share)", "CPU µs/event beyond the fixed cost", "micro-batch ms: median / p95",
+             "state rows: peak", "state rows after the last file", "state memory MiB (peak)", "RocksDB SST MiB (peak)",
+             "check"], "lllrrrrrrrrrrl", rows)))
+
+    # the targets
+    trows, summary_lines = [], []
+    for t in S["targets"]:
+        for x in t["sizes"]:
+            fl = x["flink"]
+            trows.append([t["query"], f"local[{t['p']}] vs Flink p{t['p']}", size_label(x["size"]),
+                          _f(x["wa_cpu_beyond"], ".2f"),
+                          " / ".join(_f(fl[b]["cpu_beyond"], ".2f") for b in fl) or "–",
+                          " / ".join(f"{fl[b]['cpu_ratio']:.2f}×" if fl[b]["cpu_ratio"] is not None else "–"
+                                     for b in fl) or "–",
+                          _verdict(x["cpu_met"]),
+                          _f(x["wa_events_per_s"]), " / ".join(_f(fl[b]["events_per_s"]) for b in fl) or "–",
+                          " / ".join(f"{fl[b]['eps_ratio']:.2f}×" if fl[b]["eps_ratio"] is not None else "–"
+                                     for b in fl) or "–",
+                          _verdict(x["eps_met"]),
+                          "–" if x["fixed_share"] is None else f"{x['fixed_share']:.0%}"])
+        eps = (f"from **{size_label(t['eps_from_size'])}** bids per micro-batch on" if t["eps_from_size"]
+               else "at **no** micro-batch size measured" if t["eps_measured"] else "not measured")
+        summary_lines.append(f"- **{t['query']}**, local[{t['p']}] against Flink at parallelism {t['p']}: CPU per "
+                             f"event ≤ {CPU_TARGET}× Flink's at every size: {_verdict(t['cpu_met_all'])} (fixed cost "
+                             f"per micro-batch {t.get('fixed_from') or 'not measured'}); events/s ≥ "
+                             f"Flink's (both state backends): {eps}.")
+    backends = " / ".join(args["flink_backends"])
+    targets_table = report.table(
+        ["query", "cells", "bids per micro-batch", "windowagg CPU µs/event beyond fixed cost",
+         f"Flink CPU µs/event beyond empty job ({backends})", f"ratio ({backends})", f"CPU ≤ {CPU_TARGET}×",
+         "windowagg events/s", f"Flink events/s ({backends})", f"ratio ({backends})", "events/s ≥ Flink",
+         "fixed cost's share of windowagg's CPU"], "lllrrrlrrrlr", trows)
+
+    # fixed cost per micro-batch
+    xrows = []
+    for q in qs:
+        for p in sorted({int(k.split("/")[2][1:]) for k in S["fixed"]}, reverse=True):
+            d = next((d for d in S["fixed_cost_comparison"] if d["query"] == q and d["p"] == p), None)
+            for eng in args["engines"]:
+                x = S["fixed"].get(f"{eng}/{q}/p{p}")
+                if x is None:
+                    continue
+                ratio = ""
+                if eng == "windowagg" and d:
+                    ratio = (f"{_f(d['cpu_ratio'], '.2f')}× CPU, {_f(d['ms_ratio'], '.2f')}× duration, "
+                             f"{_f(d.get('fit_cpu_ratio'), '.2f')}× fitted CPU: "
+                             + ("**larger: a defect to fix**" if d["defect"] else "not larger (within 10%)"))
+                fit = (S.get("fitted") or {}).get(f"{eng}/{q}/p{p}")
+                xrows.append([q, f"local[{p}]", ENGINE_LABEL[eng] if eng == "windowagg" else f"Spark {SPARK_QUERY[q]}",
+                              f"{_f(x['batch_ms_median'])} / {_f(x['batch_ms_p95'])}",
+                              _f(None if x["cpu_s_per_batch"] is None else x["cpu_s_per_batch"] * 1000),
+                              _f(None if x["first_batch_extra_cpu_s"] is None else x["first_batch_extra_cpu_s"] * 1000),
+                              _f(x["cpu_start_stop_s"], ".2f"),
+                              "–" if not fit else f"{fit['cpu_s_per_batch'] * 1000:,.0f} (± {fit['residual_s']:.1f} s)",
+                              ratio + (" †" if x["contended"] else "")])
+    fixed_table = report.table(
+        ["query", "session", "engine", "micro-batch ms: median / p95", "CPU ms per micro-batch",
+         "the first micro-batch's extra CPU ms", "query start + stop CPU s",
+         "CPU ms per micro-batch fitted from the cells (largest residual)", "windowagg ÷ Spark"], "lllrrrrrl", xrows)
+    defects = [d for d in S["fixed_cost_comparison"] if d["defect"]]
+
+    prof = res.get("profiles") or {}
+    prof_lines = []
+    for q, x in prof.items():
+        if x.get("error"):
+            prof_lines.append(f"- {q}: profile failed: {x['error']}")
+            continue
+        cats = ", ".join(f"{c['category']} {c['share']:.0%}" for c in x["categories"][:6] if c["share"])
+        of_which = ("" if not x.get("other_threads") else
+                    " (of which " + ", ".join(f"`{c['thread']}` {c['share']:.0%}" for c in x["other_threads"][:3]) + ")")
+        threads = ", ".join(f"{c['threads']} {c['share']:.0%}" + (of_which if c["threads"] == "other threads" else "")
+                            for c in x.get("threads", []))
+        prof_lines.append(f"- **{q}** (windowagg, local[{x.get('p', 2)}], {size_label(int(x['input']))} bids per "
+                          f"micro-batch): all threads' samples: {threads}; the executor threads' "
+                          f"{x['executor_samples']:,} samples: {cats}")
+
+    fp = args["flink_parallelism"]
+    values = {
+        "provenance": report.provenance("nexmark_bench.py", [json_path], NOTES),
+        "banners": "\n".join(report.banners(res)),
+        "run_line": report.run_line(res, json_path, doc),
+        "summary_lines": "\n".join(summary_lines) or "- no target could be evaluated in this run",
+        "failed_checks": ", ".join(S["failed_checks"]),
+        "defects": bool(defects),
+        "defect_list": ", ".join(f"{d['query']} at local[{d['p']}] ({_f(d['cpu_ratio'], '.2f')}× CPU, "
+                                 f"{_f(d['ms_ratio'], '.2f')}× duration, {_f(d.get('fit_cpu_ratio'), '.2f')}× "
+                                 "fitted CPU)" for d in defects),
+        "targets_table": "\n".join(targets_table),
+        "fixed_table": "\n".join(fixed_table),
+        "flink_table": "\n".join(flink_table),
+        "spark_tables": "\n\n".join(spark_tables),
+        "profiles": bool(prof_lines),
+        "profile_lines": "\n".join(prof_lines),
+        "img_link": report.link(img, doc),
+        "events": f"{w['events']:,}", "bids": f"{w['bids']:,}", "rate": f"{w['rate']:,}",
+        "span_s": f"{w['event_time_span_s']:,.0f}", "auctions": f"{w['auctions']:,}", "bidders": f"{w['bidders']:,}",
+        "seed": w["seed"], "csv_mib": f"{w['csv_mib']:,.0f}",
+        "sizes": ", ".join(f"{size_label(s)} ({w['folders'][str(s)]['files']} "
+                           f"file{'s' if w['folders'][str(s)]['files'] != 1 else ''} of "
+                           f"{w['folders'][str(s)]['bids_per_file']:,} bids or fewer)" for s in args["sizes"]),
+        "p1_sizes": ", ".join(size_label(s) for s in args["p1_sizes"]) if args["p1"] else "",
+        "p1": bool(args["p1"]),
+        "p1_engines": " and ".join(ENGINE_LABEL[e] for e in args.get("p1_engines") or []) or "none",
+        "row_group": f"{args['row_group']:,}",
+        "watermark": args["watermark"],
+        "flink_watermark_ms": args.get("flink_watermark_delay_ms", 0),
+        "warmup_bids": f"{w['folders']['warmup']['bids']:,}", "warmup_files": w["folders"]["warmup"]["files"],
+        "fixed_bids": args["fixed_bids"], "fixed_files": args["fixed_files"], "fixed_skip": FIXED_SKIP,
+        "reps": args["reps"], "flink_parallelism": " and ".join(str(p) for p in fp),
+        "flink_backends": " and ".join(f"`{b}`" for b in args["flink_backends"]),
+        "flink_version": next((f.get("flink_version") for f in S["flink"].values() if f.get("flink_version")), "?"),
+        "cpu_target": CPU_TARGET,
+        "machine_line": report.machine_line(res["machine"]),
+        "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"], "driver_memory": cfg["driver_memory"],
+        "jar_line": report.jar_line(cfg.get("windowagg_jar")),
+        "contended": args["contended"],
+        "results_json": report.repo_rel(json_path),
+    }
+    report.render_page(doc, img, NOTES, values)
+
+
+def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
+    """--report: the summary, recomputed from the runs and written back, then the page and plot."""
+    report.rerender_one(json_paths, render, doc, img, summarize=summarize, indent=1)
+
+
+# ------------------------------------------------------------------------------------------- main
+
+def spark_phase(side: SparkSide, res: dict, a, sizes: list[int], engines: list[str], save) -> None:
+    """One session's runs: warm-up, the cells by size (engines alternating), then the fixed costs."""
+    p = side.p
+    for q in (a.queries if p == 2 else []):  # the local[1] session runs in the same JVM, already warm
+        for eng in engines:
+            r = side.run(eng, q, "warmup", "warm-up")
+            res["runs"].append(r)
+            log(f"p{p} {eng:9s} {q:3s} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s "
+                f"({r['micro_batches']} micro-batches)")
+    save()
+    for size in sizes:
+        for rep in range(1, a.reps + 1):
+            for q in a.queries:
+                for eng in (engines if rep % 2 else list(reversed(engines))):
+                    r = side.run(eng, q, str(size), "timed")
+                    r["rep"] = rep
+                    res["runs"].append(r)
+                    path = save()
+                    c = res["summary"]["cells"][f"{eng}/{q}/p{p}/{size}"]
+                    log(f"p{p} {eng:9s} {q:3s} {size_label(size):>4s} rep {rep}: {r['status']} {r['events']:,} events, "
+                        f"{r['micro_batches']} micro-batches, {r['processing_s']:.1f}s -> {r['events_per_s'] or 0:,.0f} "
+                        f"events/s; CPU {r['own_cpu_s'] or 0:.1f}s = {c['cpu_us_per_event'] or 0:.2f} µs/event "
+                        f"({r['cpu_in_batches_s'] or 0:.1f}s in its micro-batches, {r['cpu_start_stop_s'] or 0:.1f}s start "
+                        f"and stop); batch median {r['batch_ms_median'] or 0:.0f} ms; state rows peak "
+                        f"{r['state_rows_peak']}; output {r['check']}; check {c['check']}"
+                        + (" CONTENDED" if r["contended"] else ""))
+                    if c["check"].startswith("FAILED"):
+                        log(f"CHECK FAILED: {eng} {q} local[{p}] size {size}: {r['check']} != Flink's "
+                            f"{res['summary']['flink_reference'].get(q)} (results {path})")
+    # the fixed cost per micro-batch last, in a JVM the cells have warmed up (its JIT compiler idle)
+    for q in a.queries:
+        for eng in engines:
+            r = side.run(eng, q, "fixed", "fixed")
+            res["runs"].append(r)
+            save()
+            fc = res["summary"]["fixed"][f"{eng}/{q}/p{p}"]
+            log(f"p{p} {eng:9s} {q:3s} fixed cost: {(fc['cpu_s_per_batch'] or 0) * 1000:.0f} ms CPU per micro-batch "
+                f"(median {(fc.get('cpu_s_per_batch_median') or 0) * 1000:.0f}), first one {(fc['first_batch_extra_cpu_s'] or 0) * 1000:.0f} "
+                f"ms more; median {fc['batch_ms_median'] or 0:.0f} ms; query start + stop {fc['cpu_start_stop_s'] or 0:.2f} CPU s")
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if a.report:
+        rerender([Path(a.report)])
+        return 0
+    work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-nexmark-"))
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"events={a.events:,} rate={a.rate:,}/s sizes={a.sizes} queries={a.queries} engines={a.engines} "
+        f"flink p={a.flink_parallelism} backends={a.flink_backends} p1={a.p1} (sizes {a.p1_sizes}) reps={a.reps} "
+        f"work={work}")
+    info = make_input(a, work)
+    log(f"input: {info['bids']:,} bids over {info['event_time_span_s']:.0f} s of event time, "
+        f"{info['auctions']:,} auctions, {info['bidders']:,} bidders; CSV {info['csv_mib']} MiB; "
+        + "; ".join(f"{k}: {v['files']} files" for k, v in info["folders"].items()) + f" ({info['write_s']}s)")
+    spark, res = harness.start(a, "windowagg-bench-nexmark", "nexmark_bench", config=harness.stream_config,
+                               streaming=True, log_level="ERROR")
+    if res is None:
+        return 1
+    res.update({"finished": None, "workload": info, "runs": [], "sessions": [],
+                "profiles": {}})
+
+    def save():
+        return save_results(res, a.tag)
+
+    failed = False
+    first_copy = None
+    try:
+        if a.flink:
+            meter = harness.CpuMeter(spark)
+            for q in a.queries:
+                for p in a.flink_parallelism:
+                    for b in a.flink_backends:
+                        r = run_flink(a, q, p, b, info["flink_csv"], work, meter)
+                        res["runs"].append(r)
+                        save()
+                        if r["status"] == "ok":
+                            log(f"flink p{p} {b:7s} {q:3s}: {r['events']:,} events, job {r['wall_s']:.2f}s -> "
+                                f"{r['events_per_s']:,.0f} events/s; job CPU {r['cpu_s']:.2f}s, warm empty job "
+                                f"{r['empty_job_warm_s']:.2f}s / {r['empty_job_warm_cpu_s']:.2f} CPU s -> "
+                                f"{r['cpu_us_per_event_beyond_empty']:.2f} µs/event beyond it; JVM start "
+                                f"{r['startup_s']:.1f}s; process {r['process_wall_s']:.1f}s; output {r['check']}")
+                        else:
+                            log(f"flink p{p} {b:7s} {q:3s}: {r['status'][:500]}")
+        sessions = [(2, spark, a.sizes, a.engines)]
+        for i, (p, sp, sizes, engines) in enumerate(sessions):
+            side = SparkSide(sp, a, info, work, p)
+            res["sessions"].append({"p": p, "master": sp.sparkContext.master,
+                                    "shuffle_partitions": sp.conf.get("spark.sql.shuffle.partitions"),
+                                    "sizes": sizes, "engines": engines})
+            spark_phase(side, res, a, sizes, engines, save)
+            if a.profile and p == 2 and "windowagg" in a.engines and a.profile_size in a.sizes:
+                def worst(t):  # windowagg's CPU per event at the profile size as a multiple of Flink's
+                    x = next((x for x in t["sizes"] if x["size"] == a.profile_size), None)
+                    rs = [f["cpu_ratio"] for f in (x or {}).get("flink", {}).values() if f.get("cpu_ratio")]
+                    return max(rs) if rs else 0.0
+                missed = [t for t in res["summary"]["targets"] if t["p"] == p and (
+                    t["cpu_met_all"] is not True or t["eps_from_size"] != min(a.sizes))]
+                missed = [t["query"] for t in sorted(missed, key=worst, reverse=True)][:a.profile_queries]
+                for q in missed:
+                    log(f"profiling windowagg {q} at {size_label(a.profile_size)} with Java Flight Recorder ...")
+                    try:
+                        res["profiles"][q] = {**profile_run(side, q, str(a.profile_size), work), "p": p}
+                    except Exception as e:  # noqa: BLE001  (the profile is a bonus)
+                        res["profiles"][q] = {"error": str(e).splitlines()[0][:300]}
+                    save()
+            if i == 0 and a.p1 and a.p1_engines:
+                log("local[1] session for the parallelism-1 cells")
+                # not harness.stop: it removes the private copy of the jar, which the next session copies again
+                first_copy = harness.JAR_SOURCE.get("copy")
+                sp.stop()
+                sp1 = harness.build_session("windowagg-bench-nexmark-p1", master="local[1]", shuffle_partitions=1,
+                                            driver_memory=a.driver_memory, streaming=True, use_tmp_jar=False,
+                                            extra=harness.extra_conf(a))
+                sp1.sparkContext.setLogLevel("ERROR")
+                if harness.JAR_SOURCE.get("sha256") != (res["config"].get("windowagg_jar") or {}).get("sha256"):
+                    raise RuntimeError("the local[1] session's jar differs from the local[2] session's")
+                spark = sp1
+                sessions.append((1, sp1, a.p1_sizes, a.p1_engines))
+    finally:
+        path = harness.finish(spark, res, save)
+        if first_copy and first_copy.startswith("/tmp/windowagg-bench-"):
+            Path(first_copy).unlink(missing_ok=True)
+        if not a.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    S = res["summary"]
+    for t in S["targets"]:
+        log(f"{t['query']} local[{t['p']}]: CPU target {t['cpu_met_all']}; events/s >= Flink from size "
+            f"{t['eps_from_size']}")
+    for d in S["fixed_cost_comparison"]:
+        log(f"fixed cost {d['query']} local[{d['p']}]: windowagg / Spark = {_f(d['cpu_ratio'], '.2f')}x CPU, "
+            f"{_f(d['ms_ratio'], '.2f')}x duration, {_f(d['fit_cpu_ratio'], '.2f')}x fitted CPU"
+            f"{' DEFECT' if d['defect'] else ''}")
+    if S["failed_checks"]:
+        failed = True
+        log(f"CHECKS FAILED: {S['failed_checks']}")
+    if a.docs:
+        render(res, path)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
