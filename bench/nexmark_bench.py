@@ -39,7 +39,7 @@ Cells:
               job's CPU) / events.
   spark       per Spark session (local[2] with 2 shuffle partitions; with --p1 also local[1] with 1, for
               the parallelism-1 cells of --p1-engines at --p1-sizes), per query, engine (windowagg, spark)
-              and size: run_stream (harness.run_stream's, with a lighter wait: noop sink, append mode, fresh
+              and size: harness.run_stream_with_progress (noop sink, append mode, fresh
               checkpoint, until the trailing no-data micro-batch): events/s = events / sum of the
               micro-batches' triggerExecution; CPU of this process tree (harness.ProcessTreeCpuMeter); the
               micro-batches' median and p95 duration; the state (stateOperators numRowsTotal and
@@ -262,82 +262,6 @@ def make_input(a, work: Path) -> dict:
 
 # ------------------------------------------------------------------------------ Spark-side runs
 
-def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, timeout: float,
-               meter: harness.CpuMeter) -> tuple[dict, list]:
-    """harness.run_stream with a lighter wait, and the query's progress returned too. harness.run_stream
-    polls `recentProgress` every 0.2 s, which turns every micro-batch's progress so far into JSON (one Py4J
-    call each): with ~90 micro-batches that costs a good part of a core, inside the CPU it measures. Here
-    the wait reads only the new entries' input rows through Py4J; the whole progress is read once, after
-    the query stopped and the CPU was sampled. The result has run_stream's fields (and its per-micro-batch
-    `batches`)."""
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    spark.sparkContext._jvm.System.gc()
-    s0 = meter.sample()
-    t0 = time.perf_counter()
-    q = (df.writeStream.queryName(f"bench_{name}_{int(time.time() * 1000)}")
-         .format("noop").outputMode("append")
-         .option("checkpointLocation", str(checkpoint))
-         .start())
-    jq = q._jsq
-    status, seen, data, last_rows, last_data_seen = "ok", 0, 0, None, t0
-    try:
-        deadline = t0 + timeout
-        while True:
-            exc = jq.exception()
-            if exc.isDefined():
-                status = f"error: {str(exc.get().getMessage()).splitlines()[0][:300]}"
-                break
-            arr = jq.recentProgress()
-            n = len(arr)
-            for i in range(seen, n):
-                last_rows = arr[i].numInputRows()
-                data += last_rows > 0
-            seen = n
-            read_all = data >= expected_batches
-            if read_all and last_rows == 0 and n > data:  # the trailing no-data micro-batch is done
-                break
-            if read_all and time.perf_counter() > last_data_seen + 20:  # no trailing micro-batch came
-                break
-            if not read_all:
-                last_data_seen = time.perf_counter()
-            if time.perf_counter() > deadline:
-                status = "timeout"
-                break
-            time.sleep(0.2)
-        wall = time.perf_counter() - t0
-    finally:
-        q.stop()
-    c = harness.CpuMeter.between(s0, meter.sample(), time.perf_counter() - t0)
-    progress = q.recentProgress  # after the CPU sample: reading it is not the query's work
-    batches = []
-    for p in progress:
-        ops = p.get("stateOperators") or []
-        batches.append({
-            "batch": p["batchId"], "input_rows": p["numInputRows"],
-            "trigger_ms": p["durationMs"].get("triggerExecution", 0),
-            "add_batch_ms": p["durationMs"].get("addBatch", 0),
-            "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
-            "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
-            "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
-            "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
-            "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
-            "state_sst_bytes": sum((op.get("customMetrics") or {}).get("rocksdbSstFileSize", 0) for op in ops),
-            "state_flushed_bytes": sum((op.get("customMetrics") or {}).get("rocksdbTotalBytesWrittenByFlush", 0)
-                                       for op in ops),
-            "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
-            "watermark": (p.get("eventTime") or {}).get("watermark"),
-            "operator": ",".join(str(op.get("operatorName")) for op in ops),
-        })
-    events = sum(b["input_rows"] for b in batches)
-    proc_ms = sum(b["trigger_ms"] for b in batches)
-    return {
-        "competitor": name, "status": status, "wall_s": wall, "events": events,
-        "micro_batches": len(batches), "data_batches": sum(1 for b in batches if b["input_rows"] > 0),
-        "processing_s": proc_ms / 1000.0, "events_per_s": events / (proc_ms / 1000.0) if proc_ms else None,
-        "output_rows": sum(max(b["output_rows"], 0) for b in batches), "batches": batches, **c,
-    }, progress
-
-
 def observed(progress) -> tuple[dict, dict, list]:
     """From a query's progress: the output check ("nexmark_check", summed over its micro-batches),
     windowagg's own metrics ("windowagg": rows routed aside, summed), and each micro-batch's start (epoch
@@ -439,7 +363,7 @@ class SparkSide:
         self.n = 0
 
     def run(self, engine: str, q: str, folder_key: str, kind: str) -> dict:
-        """One run of the engine's query over the files of `folder_key` (run_stream)."""
+        """One run of the engine's query over the files of `folder_key` (harness.run_stream_with_progress)."""
         self.n += 1
         f = self.info["folders"][folder_key]
         folder = Path(f["path"])
@@ -448,7 +372,8 @@ class SparkSide:
         df = query_df(self.spark, self.a, engine, q, folder, self.info["last_ms"])
         harness.wait_quiet(self.meter, self.a.quiet_wait, self.a.contended)
         with CpuSampler(self.sampler_meter) as sampler:
-            r, progress = run_stream(self.spark, df, label, ck, f["files"] + 1, self.a.timeout, self.meter)
+            r, progress = harness.run_stream_with_progress(self.spark, df, label, ck, f["files"] + 1, self.a.timeout,
+                                                           self.meter)
         shutil.rmtree(ck, ignore_errors=True)
         check, wa_metrics, tm = observed(progress)
         # the CPU of each micro-batch (from its start to its end), and of the whole stretch from the first
