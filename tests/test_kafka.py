@@ -118,3 +118,46 @@ def test_the_demo_streams_clicks_through_kafka(broker, tmp_path):
     for _kind, windows, late, observed in summary:
         assert int(windows) > 0 and late == observed
     assert "The longest sessions, read back from demo-sessions:" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def real_time(broker, tmp_path_factory):
+    """What realtime_job.py read back: its real-time queries' output (run, stopped, restarted from
+    their checkpoints) and the same queries' in micro-batches."""
+    work = tmp_path_factory.mktemp("real-time-job")
+    out = work / "read-back.json"
+    env = child_env(PYTHONPATH=os.pathsep.join(p for p in [HERE, os.environ.get("PYTHONPATH", "")] if p))
+    done = subprocess.run(
+        [
+            sys.executable, os.path.join(HERE, "realtime_job.py"),
+            broker.bootstrap, str(work), str(out), ",".join(kafka_broker.connector_jars()),
+        ],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:] + "\nbroker log:\n" + broker.log()
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("name", ["sliding", "tumbling", "session", "final"])
+def test_real_time_updates_restarted_from_a_checkpoint_equal_the_micro_batch_result(real_time, name):
+    """Each window's last update in real-time mode (a row at a time; stopped after the first half of
+    the clicks and restarted from its checkpoint for the second) equals the micro-batch query's, a
+    merged session retracted in both; so do the final windows and the late rows."""
+    got, expected = real_time["real_time"][name], real_time["micro_batch"][name]
+    assert len(expected["windows"]) > 20
+    assert got["windows"] == expected["windows"]
+    assert got["late"] == expected["late"]
+    if name == "final":
+        assert got["updates"] == len(got["windows"]), "each final window comes out once"
+        assert sorted(json.loads(r)["id"] for r in got["late"]) == sorted(real_time["late_ids"])
+    else:
+        # a row at a time: every click updates a window of its own
+        assert got["updates"] >= real_time["rows"] - len(real_time["late_ids"])
+
+
+def test_real_time_processing_time_windows_count_every_click_once(real_time):
+    """Processing-time windows in real-time mode take each click's time from the live clock as it
+    is read, so no click falls in a window already past: the windows' last counts add up to every
+    click, in both runs of the query."""
+    windows = real_time["real_time"]["processing"]["windows"]
+    assert sum(clicks for clicks, _total in windows.values()) == real_time["rows"]

@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CumulativeWindows, SessionWindows, SlidingWindows, TimeWindows, WindowDefinition}
 import windowagg.functions.window
-import windowagg.spark.streaming.{CombineBeforeShuffle, SessionRunsExec, StreamingIntakeExec}
+import windowagg.spark.streaming.{Combine, CombineBeforeShuffle, SessionRunsExec, StreamingIntakeExec}
 
 /**
  * Streaming rows combined before the shuffle (per key and partial time through Spark's partial
@@ -93,7 +93,7 @@ class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     def merges(definition: WindowDefinition, options: Map[String, String], aggregate: org.apache.spark.sql.Column,
         time: org.apache.spark.sql.Column = col("ts")): Boolean =
       stream.groupBy(col("k"), window(time, definition, options)).agg(aggregate)
-        .queryExecution.analyzed.collectFirst { case c: CombineBeforeShuffle => c }.isDefined
+        .queryExecution.analyzed.collectFirst { case c: CombineBeforeShuffle => c }.exists(!_.spec.combine.isInstanceOf[Combine.Rows])
     val sessions = SessionWindows.withInactivityGap("1 second").grace("0 seconds")
     assert(merges(sessions, Map.empty, sum("v")))
     assert(!merges(sessions, Map.empty, collect_list("v")))
@@ -116,5 +116,13 @@ class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     assert(bad.contains(AggregateBeforeShuffle.Conf) && bad.contains("sometimes"), bad)
     val old = refused("spark.windowagg.streaming.mergeBeforeShuffle", "false")
     assert(old.contains("was replaced by " + AggregateBeforeShuffle.Conf), old)
+  }
+
+  test("real-time mode runs windowagg from Spark 4.3 on: on 4.1 and 4.2 the query stops naming that") {
+    for (older <- Seq("4.1.3", "4.2.0")) {
+      val e = intercept[WindowAggException](CombineBeforeShuffle.checkRealTimeMode(older))
+      assert(e.getMessage.contains("from Spark 4.3 on") && e.getMessage.contains(s"this is Spark $older"), e.getMessage)
+    }
+    CombineBeforeShuffle.checkRealTimeMode("4.3.0")
   }
 }

@@ -2,7 +2,7 @@ package windowagg.spark.streaming
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.TaskContext
+import org.apache.spark.{SPARK_VERSION, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
@@ -15,7 +15,7 @@ import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.core.{SessionMerging, WindowFinality}
-import windowagg.spark.{PackedRow, WindowsOfKey}
+import windowagg.spark.{PackedRow, SupportedSpark, WindowAggError, WindowAggException, WindowsOfKey}
 
 /** How a streaming aggregation's rows combine before the shuffle (the kind's choice), and why. */
 sealed abstract class Combine(val why: String) extends Serializable {
@@ -68,14 +68,35 @@ object CombineBeforeShuffle {
     SparkInternals.runningBatchWatermarkMs(context).map(ms => Math.multiplyExact(ms, spec.ticksPerMilli)).getOrElse(Long.MaxValue)
 
   /**
+   * Whether the micro-batch reads its stream in real-time mode (Spark's real-time trigger). That
+   * mode runs only the operators on Spark's allowlist (no partial aggregation, nor windowagg's own
+   * combining before the shuffle).
+   */
+  private def inRealTimeMode(node: CombineBeforeShuffle): Boolean = {
+    val realTime = SparkInternals.readsInRealTime(node.child)
+    if (realTime) checkRealTimeMode(SPARK_VERSION)
+    realTime
+  }
+
+  /** Real-time mode runs transformWithState from Spark 4.3 on: on 4.1 and 4.2 such a query stops here. */
+  def checkRealTimeMode(sparkVersion: String): Unit =
+    if (Seq("4.1", "4.2").contains(SupportedSpark.line(sparkVersion))) {
+      throw WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
+        "real-time mode (Trigger.RealTime, or trigger(realTime=...) in Python) runs stateful operators such as " +
+          s"windowagg's streaming windows from Spark 4.3 on, and this is Spark $sparkVersion: use Spark 4.3, or a " +
+          "micro-batch trigger (e.g. a processing-time trigger of 100 milliseconds)")
+    }
+
+  /**
    * The physical plan of `node` over its planned child: rows packed whole; Spark's partial
    * aggregation per (key, partial time) after [[StreamingIntakeExec]] sends the uncertain rows
-   * whole; or the sessions' runs ([[SessionRunsExec]]).
+   * whole; or the sessions' runs ([[SessionRunsExec]]). In real-time mode rows always cross whole.
    */
   def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan = {
     val spec = node.spec
     val values = child.output.take(spec.valueAttributes.length)
-    spec.combine match {
+    val combine = if (inRealTimeMode(node)) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
+    combine match {
       case _: Combine.Rows =>
         ProjectExec(node.keys ++ Seq(
           Alias(PackedRow(values), node.whole.name)(exprId = node.whole.exprId),

@@ -85,6 +85,9 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
       } else {
         val bytes = row.getAs[Array[Byte]](keyFields)
         whole.pointTo(bytes, bytes.length)
+        // in processing time a row's time is when the processor reads it: current_timestamp() is the
+        // micro-batch's time, as this clock is, except in real-time mode, where this clock is live
+        if (spec.processingTime) whole.setLong(spec.timeOrdinal, watermark)
         input.whole = whole
         input.count = if (input.piece == null) 1L else logic.countOf(input.piece)
         val why = input.intake.classify(whole)

@@ -99,16 +99,11 @@ object StreamingWindowPlanner {
     val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
 
     // the processor gets, per row, the keys it groups by, the row's values packed whole and/or a piece
-    // of rows combined before the shuffle
+    // of rows combined before the shuffle (planned per micro-batch: real-time mode combines none)
     val whole = AttributeReference(StreamingWindowSpec.Whole, BinaryType)()
     val piece = AttributeReference(StreamingWindowSpec.Piece, BinaryType)()
-    val shipped = spec.combine match {
-      case _: Combine.Rows =>
-        Project(groupKeys ++ Seq(Alias(PackedRow(valueAttributes), whole.name)(exprId = whole.exprId),
-          Alias(Literal(null, BinaryType), piece.name)(exprId = piece.exprId)), Project(values, marked))
-      case _ =>
-        CombineBeforeShuffle(spec, groupKeys.map(_.toAttribute), whole, piece, Project(valueAttributes ++ groupKeys, Project(values, marked)))
-    }
+    val shipped =
+      CombineBeforeShuffle(spec, groupKeys.map(_.toAttribute), whole, piece, Project(valueAttributes ++ groupKeys, Project(values, marked)))
     val grouped = SparkInternals.dataFrame(session, shipped).groupBy(groupKeys.map(k => SparkInternals.column(k.toAttribute)): _*)
       .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.inputSchema))
     val timeMode = if (options.processingTime) TimeMode.ProcessingTime() else TimeMode.EventTime()

@@ -14,6 +14,7 @@ import org.apache.spark.sql.classic.ExpressionUtils
 import org.apache.spark.sql.execution.{SparkPlan, SQLExecution}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.aggregate.AggUtils
+import org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation
 
 /**
  * The one place that uses Spark APIs which are package-private and have changed between releases
@@ -69,6 +70,15 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
           metadata.getClass.getMethod("batchWatermarkMs").invoke(metadata).asInstanceOf[Long]
         }.toOption
       }
+
+  /**
+   * Whether `plan`, a micro-batch's plan, reads its stream in real-time mode
+   * (`trigger(realTime=...)`): the stream's relation then carries the mode's batch duration.
+   */
+  def readsInRealTime(plan: LogicalPlan): Boolean = plan.exists {
+    case scan: StreamingDataSourceV2ScanRelation => scan.relation.realTimeModeDuration.isDefined
+    case _ => false
+  }
 
   /**
    * Spark's partial aggregation of `child` per `grouping` (the Partial mode of a two-step
