@@ -99,6 +99,8 @@ object ListedWindows extends WindowSpec.Reader {
     override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit =
       throw new IllegalStateException("listed windows come with their rows: a time alone has none")
 
+    override def firstClosesAt(time: Long): Long = time
+
     /**
      * A row's windows (pairs (start, end)) as listed for `time`, checked: each holds `time`, is
      * non-empty and at most `maxSize` long; none twice; at most one where they do not overlap.

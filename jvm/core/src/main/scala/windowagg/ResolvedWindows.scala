@@ -86,6 +86,13 @@ trait ResolvedWindows extends Serializable {
    */
   def certainlyHeldUntil(time: Long): Long = closesAt(time)
 
+  /**
+   * A tick no later than the last tick of the first window to close among those holding a partial
+   * at `time`: when streaming first needs to look at that partial's windows. The time itself,
+   * unless the kind lists a time's windows.
+   */
+  def firstClosesAt(time: Long): Long = time
+
   /** The oldest partial time that a window whose last tick is at or after `from` can hold. */
   def oldestNeeded(from: Long): Long = saturatingAdd(from, -maxSpan)
 
@@ -142,6 +149,13 @@ trait EnumeratedWindows extends ResolvedWindows {
     var latest = Long.MinValue
     foreachWindow(time)((_, end) => latest = math.max(latest, end - 1))
     latest
+  }
+
+  override def firstClosesAt(time: Long): Long = {
+    var first = Long.MaxValue
+    foreachWindow(time)((_, end) => first = math.min(first, end - 1))
+    // in no window, or only in one that never closes: the time itself, as a lower bound
+    if (first >= Long.MaxValue - 1) time else first
   }
 }
 

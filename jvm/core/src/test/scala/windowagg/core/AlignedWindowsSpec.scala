@@ -55,10 +55,11 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     times <- Gen.listOfN(n, Gen.choose(-60L, 60L))
   } yield times.zipWithIndex.toVector
 
-  test("property: hopping and tumbling windows are those of the independent formula, pre-epoch times included") {
+  test("property: hopping and tumbling windows are those of the independent formula, pre-epoch times included, and close first and last as listed") {
     forAll(hopping, Gen.choose(-1000L, 1000L)) { (kind, t) =>
       listed(kind, t) shouldBe hoppingReference(kind.sizeTicks, kind.advanceTicks, kind.offsetTicks, t)
       kind.closesAt(t) shouldBe listed(kind, t).map(_._2 - 1).max
+      kind.firstClosesAt(t) shouldBe listed(kind, t).map(_._2 - 1).min
       val slice = kind.sliceStart(t)
       listed(kind, slice) shouldBe listed(kind, t) // a slice lies whole in each of its windows
     }
@@ -68,6 +69,7 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     forAll(cumulative, Gen.choose(-1000L, 1000L)) { (kind, t) =>
       listed(kind, t) shouldBe cumulativeReference(kind.stepTicks, kind.maxTicks, kind.offsetTicks, t)
       kind.closesAt(t) shouldBe listed(kind, t).map(_._2 - 1).max
+      kind.firstClosesAt(t) shouldBe listed(kind, t).map(_._2 - 1).min
       listed(kind, kind.sliceStart(t)) shouldBe listed(kind, t)
     }
   }

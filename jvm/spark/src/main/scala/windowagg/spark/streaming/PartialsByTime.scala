@@ -232,9 +232,11 @@ private[spark] object PartialsByTime {
         changed = fresh.keys.toArray
         java.util.Arrays.sort(changed)
         blocks.add(changed, changed.map(fresh), if (listed.isDefined) changed.map(freshWindows) else null)
-        // every window holding or created by a new time ends at or after it, and an open one at or
-        // after the watermark; a timer fired early finds the real next end
-        nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(changed(0), watermark)))
+        // the first of the new partials' windows to close (a kind that lists a time's windows knows
+        // it; others give the time, a lower bound), and an open one at or after the watermark: the
+        // key's timer is set once per window, and a timer fired early finds the real next end
+        val firstClose = changed.iterator.map(windows.firstClosesAt).min
+        nextEnd = Some(math.min(nextEnd.getOrElse(Long.MaxValue), math.max(firstClose, watermark)))
         if (out.wantsChanges) {
           finality.windowsChangedBy(blocks.from(finality.oldestNeeded(progress.finalBefore)), aggregates, watermark, changed) {
             (s, e, p) => out.changed(s, e, p)
