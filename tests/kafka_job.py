@@ -117,15 +117,15 @@ def batch_windows(spark, rows, definition):
     return window_rows(windows.select("user", "window.start", "window.end", "clicks", "total", "ids"))
 
 
-def produce(spark, bootstrap, rows):
-    """Writes the rows to INPUT_TOPIC in this order (one task, so one producer keeps it), keyed by user."""
+def produce(spark, bootstrap, rows, topic=INPUT_TOPIC):
+    """Writes the rows to ``topic`` in this order (one task, so one producer keeps it), keyed by user."""
     records = [(r["user"], json.dumps({**r, "ts": ss.ts_text(r["ts"])})) for r in rows]
     (
         spark.createDataFrame(records, "key string, value string")
         .coalesce(1)
         .write.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", INPUT_TOPIC)
+        .option("topic", topic)
         .save()
     )
 

@@ -18,6 +18,7 @@ import sys
 import time
 
 import streaming_support as ss
+from kafka_job import produce
 
 INPUT_TOPIC = "rt-clicks"
 GRACE = "30 seconds"
@@ -63,19 +64,6 @@ def events(seed=27):
     first = [{"id": i, "user": u, "ts": t, "v": rnd.randint(1, 100)} for i, (u, t) in enumerate(halves[0])]
     second = [{"id": len(first) + i, "user": u, "ts": t, "v": rnd.randint(1, 100)} for i, (u, t) in enumerate(halves[1])]
     return first, second
-
-
-def produce(spark, bootstrap, rows):
-    """Writes the rows to INPUT_TOPIC in this order (one task, so one producer keeps it)."""
-    records = [(r["user"], json.dumps({**r, "ts": ss.ts_text(r["ts"])})) for r in rows]
-    (
-        spark.createDataFrame(records, "key string, value string")
-        .coalesce(1)
-        .write.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", INPUT_TOPIC)
-        .save()
-    )
 
 
 def start(spark, bootstrap, name, topic, checkpoint, trigger, max_offsets=None):
@@ -190,9 +178,9 @@ def main(bootstrap, work_dir, path, jars):
     first, second = events()
     real_time = {"realTime": BATCH}
     try:
-        produce(spark, bootstrap, first)
+        produce(spark, bootstrap, first, INPUT_TOPIC)
         until_read({n: start(spark, bootstrap, n, f"rt-{n}", f"{work_dir}/rt-{n}", real_time) for n in names}, len(first))
-        produce(spark, bootstrap, second)
+        produce(spark, bootstrap, second, INPUT_TOPIC)
         until_read({n: start(spark, bootstrap, n, f"rt-{n}", f"{work_dir}/rt-{n}", real_time) for n in names}, len(second))
         micro = {n: start(spark, bootstrap, n, f"mb-{n}", f"{work_dir}/mb-{n}", {"availableNow": True}, len(first))
                  for n in names if n != "processing"}

@@ -44,21 +44,25 @@ def broker(tmp_path_factory):
         yield running
 
 
-@pytest.fixture(scope="module")
-def read_back(broker, tmp_path_factory):
-    """What kafka_job.py read back from its output topics."""
-    work = tmp_path_factory.mktemp("kafka-job")
+def run_job(script, broker, work):
+    """Runs a child job (kafka_job.py, realtime_job.py) against the broker; what it read back."""
     out = work / "read-back.json"
     env = child_env(PYTHONPATH=os.pathsep.join(p for p in [HERE, os.environ.get("PYTHONPATH", "")] if p))
     done = subprocess.run(
         [
-            sys.executable, os.path.join(HERE, "kafka_job.py"),
+            sys.executable, os.path.join(HERE, script),
             broker.bootstrap, str(work), str(out), ",".join(kafka_broker.connector_jars()),
         ],
         capture_output=True, text=True, timeout=600, env=env,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:] + "\nbroker log:\n" + broker.log()
     return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def read_back(broker, tmp_path_factory):
+    """What kafka_job.py read back from its output topics."""
+    return run_job("kafka_job.py", broker, tmp_path_factory.mktemp("kafka-job"))
 
 
 def test_the_clicks_are_on_time_or_late_as_designed():
@@ -124,18 +128,7 @@ def test_the_demo_streams_clicks_through_kafka(broker, tmp_path):
 def real_time(broker, tmp_path_factory):
     """What realtime_job.py read back: its real-time queries' output (run, stopped, restarted from
     their checkpoints) and the same queries' in micro-batches."""
-    work = tmp_path_factory.mktemp("real-time-job")
-    out = work / "read-back.json"
-    env = child_env(PYTHONPATH=os.pathsep.join(p for p in [HERE, os.environ.get("PYTHONPATH", "")] if p))
-    done = subprocess.run(
-        [
-            sys.executable, os.path.join(HERE, "realtime_job.py"),
-            broker.bootstrap, str(work), str(out), ",".join(kafka_broker.connector_jars()),
-        ],
-        capture_output=True, text=True, timeout=600, env=env,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:] + "\nbroker log:\n" + broker.log()
-    return json.loads(out.read_text())
+    return run_job("realtime_job.py", broker, tmp_path_factory.mktemp("real-time-job"))
 
 
 @pytest.mark.parametrize("name", ["sliding", "tumbling", "session", "final"])
