@@ -138,13 +138,14 @@ private[spark] object PartialBlock {
 
 /**
  * One key's partials in streaming state, for the kinds swept from per-time partials: blocks of up
- * to [[PartialBlocks.MaxEntries]] partials in a map keyed by each block's first time, and the
+ * to [[PartialBlocks.MaxEntries]] partials in a map keyed by each block's start (below), and the
  * sorted block keys (`starts`, kept by the caller with the key's other progress). A micro-batch
  * reads only the blocks it sweeps or adds to, and writes only the blocks it changed: a few state
  * entries per key instead of one per partial. Where rows list their windows (`listed`), each
  * partial keeps its windows, and partials of one time must list the same.
  *
- * Blocks are disjoint and ordered: block i holds times in [starts(i), starts(i + 1)).
+ * Blocks are disjoint and ordered: block i holds times in [starts(i), starts(i + 1)); a block's
+ * start is at or before its first time (older partials may have been left out since).
  */
 private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], initialStarts: Array[Long],
     aggregates: SparkAggregates, listed: Option[ListedWindows.Resolved]) {
@@ -228,9 +229,10 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
    * Merges new partials (times strictly increasing; with their windows where rows list them, else
    * null) into the blocks: a partial at a kept time is merged after the kept one (the later
    * records), others are inserted; a block grown past the limit is split. Reads only the blocks the
-   * times fall in.
+   * times fall in. A block rewritten here leaves out its partials before `keep`, which no open
+   * window needs: a key whose rows keep coming would otherwise carry up to a block of them.
    */
-  def add(times: Array[Long], partials: Array[InternalRow], windows: Array[Array[Long]]): Unit = {
+  def add(times: Array[Long], partials: Array[InternalRow], windows: Array[Array[Long]], keep: Long): Unit = {
     def windowsAt(f: Int): Array[Long] = if (windows == null) null else windows(f)
     val newStarts = mutable.ArrayBuffer.empty[Long] ++= starts
     var i = 0
@@ -247,7 +249,10 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
         val old = block(starts(index))
         var k = 0
         while (k < old.size || f < j) {
-          if (f >= j || (k < old.size && old.times(k) < times(f))) { builder.add(old, k); k += 1 }
+          if (f >= j || (k < old.size && old.times(k) < times(f))) {
+            if (old.times(k) >= keep) builder.add(old, k)
+            k += 1
+          }
           else if (k < old.size && old.times(k) == times(f)) {
             listed.foreach(_.checkSame(times(f), old.listedAt(k), windowsAt(f)))
             builder.add(times(f), aggregates.toBytes(aggregates.mergeInto(old.partial(k, aggregates), partials(f))), old.listedAt(k))
@@ -259,11 +264,13 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
       } else {
         while (f < j) { builder.add(times(f), aggregates.toBytes(partials(f)), windowsAt(f)); f += 1 }
       }
-      builder.result(MaxEntries).foreach { case (b, encoded) =>
-        removed -= b.first
-        loaded.update(b.first, b)
-        written.update(b.first, encoded)
-        newStarts += b.first
+      builder.result(MaxEntries).zipWithIndex.foreach { case ((b, encoded), piece) =>
+        // a rewritten block keeps its key unless new partials come before it: one write, no removal
+        val start = if (piece == 0 && exists) math.min(starts(index), b.first) else b.first
+        removed -= start
+        loaded.update(start, b)
+        written.update(start, encoded)
+        newStarts += start
       }
       i = j
     }

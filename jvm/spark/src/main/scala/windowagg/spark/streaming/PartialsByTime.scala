@@ -231,7 +231,8 @@ private[spark] object PartialsByTime {
       if (fresh.nonEmpty) {
         changed = fresh.keys.toArray
         java.util.Arrays.sort(changed)
-        blocks.add(changed, changed.map(fresh), if (listed.isDefined) changed.map(freshWindows) else null)
+        blocks.add(changed, changed.map(fresh), if (listed.isDefined) changed.map(freshWindows) else null,
+          keep = finality.oldestNeeded(progress.finalBefore))
         // the first of the new partials' windows to close (a kind that lists a time's windows knows
         // it; others give the time, a lower bound), and an open one at or after the watermark: the
         // key's timer is set once per window, and a timer fired early finds the real next end

@@ -17,8 +17,8 @@ import windowagg.spark.SparkAggregates
 
 /**
  * The streaming processor's blocks of partials against a plain sorted map of the same partials:
- * whatever the order of additions (before, inside, between and after blocks, at kept times), drops
- * and restarts from the stored entries, every sweep from any time sees exactly the partials kept
+ * whatever the order of additions (before, inside, between and after blocks, at kept times, each
+ * leaving out older partials of the blocks it rewrites), drops and restarts from the stored entries, every sweep from any time sees exactly the partials kept
  * (with their listed windows, where rows list them), and no block outgrows its limit.
  */
 class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
@@ -27,6 +27,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   /** MapState kept in memory, standing in for the state store. */
   private final class MemoryMapState extends MapState[Long, Array[Byte]] {
     val entries = mutable.TreeMap.empty[Long, Array[Byte]]
+    var removals = 0
     override def exists(): Boolean = entries.nonEmpty
     override def getValue(key: Long): Array[Byte] = entries(key)
     override def containsKey(key: Long): Boolean = entries.contains(key)
@@ -34,7 +35,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     override def iterator(): Iterator[(Long, Array[Byte])] = entries.iterator
     override def keys(): Iterator[Long] = entries.keysIterator
     override def values(): Iterator[Array[Byte]] = entries.valuesIterator
-    override def removeKey(key: Long): Unit = entries.remove(key)
+    override def removeKey(key: Long): Unit = { removals += 1; entries.remove(key) }
     override def clear(): Unit = entries.clear()
   }
 
@@ -59,7 +60,10 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   private val steps: Gen[List[Step]] = {
     val time = Gen.frequency(8 -> Gen.choose(-500L, 500L), 1 -> Gen.oneOf(Long.MinValue, Long.MaxValue))
-    val add = Gen.choose(1, 150).flatMap(n => Gen.listOfN(n, Gen.zip(time, Gen.choose(-9L, 9L)))).map(Add(_))
+    val keep = Gen.frequency(3 -> Gen.const(Long.MinValue), 1 -> Gen.choose(-600L, 600L))
+    val add = Gen.zip(Gen.choose(1, 150).flatMap(n => Gen.listOfN(n, Gen.zip(time, Gen.choose(-9L, 9L)))), keep).map {
+      case (rows, k) => Add(rows, k)
+    }
     Gen.listOf(Gen.frequency(6 -> add, 2 -> Gen.choose(-600L, 600L).map(DropBefore(_)), 2 -> Gen.const(Restart)))
   }
 
@@ -73,12 +77,13 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       val expected = mutable.TreeMap.empty[Long, Seq[Long]]
       var floor = Long.MinValue // blocks wholly before it may be gone
       script.foreach {
-        case Add(all) =>
-          // as in the processor: after a drop, rows before it are late and never added
+        case Add(all, keep) =>
+          // as in the processor: before the oldest time kept, rows are late and never added
+          floor = math.max(floor, keep)
           val rows = all.filter(_._1 >= floor)
           val byTime = rows.groupBy(_._1).view.mapValues(_.map(_._2)).toMap
           val times = byTime.keys.toArray.sorted
-          blocks.add(times, times.map(t => partialOf(byTime(t))), windows(times))
+          blocks.add(times, times.map(t => partialOf(byTime(t))), windows(times), keep)
           times.foreach(t => expected.update(t, expected.getOrElse(t, Nil) ++ byTime(t)))
         case DropBefore(keep) =>
           blocks.dropBefore(keep)
@@ -109,9 +114,9 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   test("a time added again with other listed windows fails naming it") {
     val blocks = new PartialBlocks(new MemoryMapState, Array.emptyLongArray, aggregates, Some(listedKind))
-    blocks.add(Array(5L, 7L), Array(partialOf(Seq(1L)), partialOf(Seq(2L))), Array(Array(5L, 6L), Array(7L, 9L)))
-    blocks.add(Array(5L), Array(partialOf(Seq(3L))), Array(Array(5L, 6L)))
-    val error = intercept[WindowError](blocks.add(Array(7L), Array(partialOf(Seq(4L))), Array(Array(6L, 9L))))
+    blocks.add(Array(5L, 7L), Array(partialOf(Seq(1L)), partialOf(Seq(2L))), Array(Array(5L, 6L), Array(7L, 9L)), Long.MinValue)
+    blocks.add(Array(5L), Array(partialOf(Seq(3L))), Array(Array(5L, 6L)), Long.MinValue)
+    val error = intercept[WindowError](blocks.add(Array(7L), Array(partialOf(Seq(4L))), Array(Array(6L, 9L)), Long.MinValue))
     assert(error.getMessage.contains("7 ticks is listed with different windows by different rows: {[7 ticks, 9 ticks)} and {[6 ticks, 9 ticks)}"),
       error.getMessage)
   }
@@ -120,7 +125,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val state = new MemoryMapState
     val blocks = new PartialBlocks(state, Array.emptyLongArray, aggregates, None)
     val times = (0L until 200L).toArray
-    blocks.add(times, times.map(t => partialOf(Seq(t))), null)
+    blocks.add(times, times.map(t => partialOf(Seq(t))), null, Long.MinValue)
     blocks.flush()
     assert(state.entries.size == 4) // 200 partials in blocks of at most 64, split evenly
     blocks.dropBefore(120L)
@@ -131,12 +136,25 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     blocks.flush()
     assert(state.entries.isEmpty && blocks.isEmpty)
   }
+
+  test("a block rewritten by new partials leaves out those before the oldest time kept: a key's rows one by one keep one entry, rewritten in place") {
+    val state = new MemoryMapState
+    var starts = Array.emptyLongArray
+    (0L until 500L).foreach { t =>
+      val blocks = new PartialBlocks(state, starts, aggregates, None)
+      blocks.add(Array(t), Array(partialOf(Seq(t))), null, keep = t - 2)
+      blocks.flush()
+      starts = blocks.blockStarts
+    }
+    assert(state.entries.size == 1 && state.removals == 0)
+    assert(new PartialBlocks(state, starts, aggregates, None).from(Long.MinValue).map(_.time).toList == List(497L, 498L, 499L))
+  }
 }
 
 object PartialBlocksSuite {
   /** One step of a generated script: add partials, drop blocks before a time, or restart from the stored entries. */
   private sealed trait Step
-  private final case class Add(times: Seq[(Long, Long)]) extends Step
+  private final case class Add(times: Seq[(Long, Long)], keep: Long) extends Step
   private final case class DropBefore(keep: Long) extends Step
   private case object Restart extends Step
 }
