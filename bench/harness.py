@@ -135,6 +135,36 @@ def subset(p, text: str, allowed: list[str], what: str) -> list[str]:
 JAR_SOURCE: dict = {}
 
 
+def csv_ints(p, text: str, what: str) -> list[int]:
+    """A flag's comma-separated positive integers (underscores allowed), or argparse's error naming `what`."""
+    try:
+        out = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"{what}: comma-separated integers, got {text!r}")
+    if not out or min(out) < 1:
+        p.error(f"{what}: positive integers, got {text!r}")
+    return out
+
+
+def maven_classpath(project: Path, build: bool = True) -> str:
+    """The java -cp value of the Maven project at `project`: its classes and dependencies, after `mvn package`
+    unless not `build` (then it must have been built before)."""
+    cp_file = project / "target" / "classpath.txt"
+    if build:
+        cmd = ["mvn", "-q", "-f", str(project / "pom.xml"), "package", "dependency:build-classpath",
+               f"-Dmdep.outputFile={cp_file}"]
+        log(f"building {project.relative_to(REPO)}: {' '.join(cmd[:4])} ...")
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        log(f"built ({time.perf_counter() - t0:.1f}s)")
+    classes = project / "target" / "classes"
+    if not cp_file.exists() or not classes.exists():
+        raise RuntimeError(f"{project} is not built (run without --no-build)")
+    return f"{classes}:{cp_file.read_text().strip()}"
+
+
 def jar_path(use_tmp_jar: bool = True) -> str | None:
     """$WINDOWAGG_JAR, else (with use_tmp_jar) /tmp/windowagg-latest.jar when it exists; None means:
     the installed windowagg package's jar."""

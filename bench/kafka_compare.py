@@ -259,28 +259,6 @@ def run_windowagg(kind: str, spark, a, source: Path, checkpoint: Path, batches: 
 
 # ---------------------------------------------------------------------------------------- Kafka
 
-def build_kafka() -> str:
-    """mvn package + the dependency classpath; returns the java -cp value."""
-    cp_file = KAFKA_DIR / "target" / "classpath.txt"
-    cmd = ["mvn", "-q", "-f", str(KAFKA_DIR / "pom.xml"), "package", "dependency:build-classpath",
-           f"-Dmdep.outputFile={cp_file}"]
-    log(f"building {report.repo_rel(KAFKA_DIR)}: {' '.join(cmd[:4])} ...")
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    log(f"built ({time.perf_counter() - t0:.1f}s)")
-    return kafka_classpath()
-
-
-def kafka_classpath() -> str:
-    cp_file = KAFKA_DIR / "target" / "classpath.txt"
-    classes = KAFKA_DIR / "target" / "classes"
-    if not cp_file.exists() or not classes.exists():
-        raise RuntimeError(f"{KAFKA_DIR} is not built (run without --no-build)")
-    return f"{classes}:{cp_file.read_text().strip()}"
-
-
 def java_bin() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
@@ -624,7 +602,7 @@ def main(argv=None) -> int:
         rerender([Path(a.report)])
         return 0
 
-    cp = kafka_classpath() if a.no_build else build_kafka()
+    cp = harness.maven_classpath(KAFKA_DIR, build=not a.no_build)
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-kafka-"))
     work.mkdir(parents=True, exist_ok=True)
     log(f"events={a.events:,} keys={a.keys} files={a.files} kinds={a.kinds} stores={a.stores} S={a.size}s "

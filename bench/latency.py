@@ -104,16 +104,6 @@ def runs_kind(variant: str, kind: str) -> bool:
     return not (VARIANTS[variant]["engine"] == "spark" and kind == "sliding")
 
 
-def csv_ints(p, text: str, what: str) -> list[int]:
-    try:
-        out = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        p.error(f"{what}: comma-separated integers, got {text!r}")
-    if not out or min(out) < 1:
-        p.error(f"{what}: positive integers, got {text!r}")
-    return out
-
-
 def rate_label(r: int) -> str:
     return f"{r // 1000}k" if r >= 1000 and r % 1000 == 0 else f"{r:,}"
 
@@ -190,29 +180,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         a.docs = str(report.DOCS)
     a.variants = harness.subset(p, a.variants, list(VARIANTS), "variant")
     a.kinds = harness.subset(p, a.kinds, KINDS, "kind")
-    a.rates = sorted(set(csv_ints(p, a.rates, "--rates")))
+    a.rates = sorted(set(harness.csv_ints(p, a.rates, "--rates")))
     return a
 
 
 # --------------------------------------------------------------------------------------- Java side
-
-def build_java(no_build: bool) -> str:
-    """mvn package + the dependency classpath (unless no_build); returns the java -cp value."""
-    cp_file = JAVA_DIR / "target" / "classpath.txt"
-    if not no_build:
-        cmd = ["mvn", "-q", "-f", str(JAVA_DIR / "pom.xml"), "package", "dependency:build-classpath",
-               f"-Dmdep.outputFile={cp_file}"]
-        log(f"building {report.repo_rel(JAVA_DIR)}: {' '.join(cmd[:4])} ...")
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-        log(f"built ({time.perf_counter() - t0:.1f}s)")
-    classes = JAVA_DIR / "target" / "classes"
-    if not cp_file.exists() or not classes.exists():
-        raise RuntimeError(f"{JAVA_DIR} is not built (run without --no-build)")
-    return f"{classes}:{cp_file.read_text().strip()}"
-
 
 # the quick compiler alone and the serial collector for the JVMs that are not under test (the load, the topic
 # admin): at 10k events/s the load JVM takes about 0.3 cores so, against about 0.45 with the defaults
@@ -790,7 +762,7 @@ def main(argv=None) -> int:
         return 0
     import kafka_broker
 
-    cp = build_java(a.no_build)
+    cp = harness.maven_classpath(JAVA_DIR, build=not a.no_build)
     kafka_broker.ensure_jars()
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-latency-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -118,16 +118,6 @@ def size_label(n: int) -> str:
         f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}")
 
 
-def csv_ints(p, text: str, what: str) -> list[int]:
-    try:
-        out = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        p.error(f"{what}: comma-separated integers, got {text!r}")
-    if not out or min(out) < 1:
-        p.error(f"{what}: positive integers, got {text!r}")
-    return out
-
-
 # --------------------------------------------------------------------------------------- args
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -182,15 +172,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     a = p.parse_args(argv)
     harness.defaults(a, events=(1_000_000, 100_000), sizes=("10000,100000,1000000", "10000,100000"),
                      warmup_bids=(40_000, 20_000), profile=(True, False), p1=(True, True), reps=(2, 1))
-    a.sizes = sorted(set(csv_ints(p, a.sizes, "--sizes")))
-    a.p1_sizes = (sorted(set(csv_ints(p, a.p1_sizes, "--p1-sizes"))) if a.p1_sizes
+    a.sizes = sorted(set(harness.csv_ints(p, a.sizes, "--sizes")))
+    a.p1_sizes = (sorted(set(harness.csv_ints(p, a.p1_sizes, "--p1-sizes"))) if a.p1_sizes
                   else a.sizes[-1:])
     if not set(a.p1_sizes) <= set(a.sizes):
         p.error("--p1-sizes must be among --sizes")
     a.queries = harness.subset(p, a.queries, QUERY_NAMES, "query")
     a.engines = harness.subset(p, a.engines, ENGINES, "engine")
     a.p1_engines = [e for e in harness.subset(p, a.p1_engines, ENGINES, "engine") if e in a.engines]
-    a.flink_parallelism = csv_ints(p, a.flink_parallelism, "--flink-parallelism")
+    a.flink_parallelism = harness.csv_ints(p, a.flink_parallelism, "--flink-parallelism")
     a.flink_backends = harness.subset(p, a.flink_backends, BACKENDS, "state backend")
     if a.fixed_files < FIXED_SKIP + 3:
         p.error(f"--fixed-files must be at least {FIXED_SKIP + 3}")
