@@ -252,8 +252,7 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
           if (f >= j || (k < old.size && old.times(k) < times(f))) {
             if (old.times(k) >= keep) builder.add(old, k)
             k += 1
-          }
-          else if (k < old.size && old.times(k) == times(f)) {
+          } else if (k < old.size && old.times(k) == times(f)) {
             listed.foreach(_.checkSame(times(f), old.listedAt(k), windowsAt(f)))
             builder.add(times(f), aggregates.toBytes(aggregates.mergeInto(old.partial(k, aggregates), partials(f))), old.listedAt(k))
             k += 1; f += 1

@@ -18,8 +18,9 @@ import windowagg.spark.SparkAggregates
 /**
  * The streaming processor's blocks of partials against a plain sorted map of the same partials:
  * whatever the order of additions (before, inside, between and after blocks, at kept times, each
- * leaving out older partials of the blocks it rewrites), drops and restarts from the stored entries, every sweep from any time sees exactly the partials kept
- * (with their listed windows, where rows list them), and no block outgrows its limit.
+ * leaving out older partials of the blocks it rewrites), drops and restarts from the stored entries,
+ * every sweep from any time sees exactly the partials kept (with their listed windows, where rows
+ * list them), and no block outgrows its limit.
  */
 class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import PartialBlocksSuite._
