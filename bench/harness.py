@@ -6,7 +6,8 @@
               streaming), start (session + the results' header: git, args, config, machine), stop
   metadata    machine_info, git_rev, jar_info, loadavg, conf_value, segment_tree_conf, plan_of
   CPU         CpuMeter: CPU of this benchmark's processes and of all others, from /proc;
-              wait_quiet: wait for a quiet machine
+              wait_quiet: wait for a quiet machine; flight_recording + execution_samples: a JFR
+              profile of the driver JVM around a run, read back as (thread, frames) samples
   batch       Runner (one query to the noop sink, cancelled at a timeout), measure (warm-up + reps +
               median, contended runs marked and optionally retried), cache_input
   streaming   write_batches / link_subset (Parquet files read one per micro-batch), file_stream,
@@ -517,6 +518,57 @@ def wait_quiet(meter: CpuMeter, max_wait: float, threshold: float) -> None:
     waited, share = meter.wait_quiet(max_wait, threshold)
     if waited >= 1:
         log(f"  waited {waited:.0f}s for a quiet machine (other processes at {share:.2f} cores)")
+
+
+class flight_recording:
+    """Java Flight Recorder (the `profile` settings) on the JVM `pid` of `spark`'s driver while the
+    block runs, written to `path`: `with flight_recording(spark, pid, path) as rec:` ... then
+    `execution_samples(rec)`. Raises FileNotFoundError when the JDK has no jcmd or jfr."""
+
+    def __init__(self, spark, pid: int, path: Path):
+        bin_dir = Path(spark.sparkContext._jvm.System.getProperty("java.home")) / "bin"
+        self.jcmd, self.jfr, self.path, self.pid = bin_dir / "jcmd", bin_dir / "jfr", path, pid
+        if not self.jcmd.exists() or not self.jfr.exists():
+            raise FileNotFoundError(f"no jcmd/jfr in {bin_dir}")
+
+    def __enter__(self) -> "flight_recording":
+        self.path.unlink(missing_ok=True)
+        subprocess.run([str(self.jcmd), str(self.pid), "JFR.start", "name=windowagg-bench", "settings=profile",
+                        f"filename={self.path}"], check=True, capture_output=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        subprocess.run([str(self.jcmd), str(self.pid), "JFR.stop", "name=windowagg-bench"], capture_output=True)
+
+
+def execution_samples(rec: flight_recording):
+    """The recording's execution samples as (thread name, frames from the top, each a method without
+    its line): read from `jfr print`'s text as it is printed (the JSON form of a long recording is too
+    large to load). JFR keeps a thread's first name. Raises RuntimeError if `jfr print` fails."""
+    proc = subprocess.Popen([str(rec.jfr), "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample",
+                             str(rec.path)], stdout=subprocess.PIPE, text=True)
+    thread, frames, in_stack = "", [], False
+    for line in proc.stdout:
+        line = line.strip()
+        if line.startswith("jdk.ExecutionSample"):
+            thread, frames, in_stack = "", [], False
+        elif line.startswith("sampledThread = "):
+            thread = line.split('"')[1] if '"' in line else line
+        elif line.startswith("stackTrace = ["):
+            in_stack = True
+        elif in_stack and line == "]":
+            in_stack = False
+            yield thread, frames
+        elif in_stack and line != "...":
+            frames.append(line.split("(", 1)[0])
+    if proc.wait() != 0:
+        raise RuntimeError(f"jfr print failed ({proc.returncode})")
+
+
+def category(frames: list[str], categories: list[tuple[str, list[str]]]) -> str:
+    """The label of the nearest frame, from the top, that falls in one of `categories` (label, needles
+    its frames contain); "other" if none does."""
+    return next((label for f in frames for label, needles in categories if any(n in f for n in needles)), "other")
 
 
 # ------------------------------------------------------------------------------ batch runs

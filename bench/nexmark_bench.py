@@ -488,49 +488,28 @@ def profile_run(side: SparkSide, q: str, folder_key: str, work: Path) -> dict:
     meter, spark = side.meter, side.spark
     if meter.jvm_pid is None:
         return {"error": "driver JVM pid unknown"}
-    jdk_bin = Path(spark.sparkContext._jvm.System.getProperty("java.home")) / "bin"
-    jcmd, jfr = jdk_bin / "jcmd", jdk_bin / "jfr"
-    if not jcmd.exists() or not jfr.exists():
-        return {"error": f"no jcmd/jfr in {jdk_bin}"}
-    rec = work / f"profile-{q}.jfr"
-    rec.unlink(missing_ok=True)
-    subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.start", "name=nexmark", "settings=profile",
-                    f"filename={rec}"], check=True, capture_output=True)
     try:
+        recording = harness.flight_recording(spark, meter.jvm_pid, work / f"profile-{q}.jfr")
+    except FileNotFoundError as missing:
+        return {"error": str(missing)}
+    with recording:
         r = side.run("windowagg", q, folder_key, "profile")
-    finally:
-        subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.stop", "name=nexmark"], capture_output=True)
     total, cats, top, threads = 0, collections.Counter(), collections.Counter(), collections.Counter()
     others = collections.Counter()  # the other threads by name, digits left out
-    proc = subprocess.Popen([str(jfr), "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample", str(rec)],
-                            stdout=subprocess.PIPE, text=True)
-    thread, frames, in_stack = "", [], False
-    for line in proc.stdout:
-        line = line.strip()
-        if line.startswith("jdk.ExecutionSample"):
-            thread, frames, in_stack = "", [], False
-        elif line.startswith("sampledThread = "):
-            thread = line.split('"')[1] if '"' in line else line
-        elif line.startswith("stackTrace = ["):
-            in_stack = True
-        elif in_stack and line == "]":
-            in_stack = False
-            if frames:  # the driver's stream execution thread plans, commits and logs each micro-batch
-                threads["executor tasks" if "Executor task" in thread else
-                        "stream execution (driver: planning, offsets, commit)" if "stream execution" in thread
-                        else "other threads"] += 1
-                if "Executor task" not in thread and "stream execution" not in thread:
-                    others["".join("#" if ch.isdigit() else ch for ch in thread)[:60]] += 1
-            if "Executor task" in thread and frames:
-                total += 1
-                top[frames[0]] += 1
-                hit = next((label for f in frames for label, needles in CATEGORIES if any(n in f for n in needles)),
-                           "other")
-                cats[hit] += 1
-        elif in_stack and line != "...":
-            frames.append(line.split("(", 1)[0])
-    proc.wait()
-    rec.unlink(missing_ok=True)
+    for thread, frames in harness.execution_samples(recording):
+        if not frames:
+            continue
+        # the driver's stream execution thread plans, commits and logs each micro-batch
+        threads["executor tasks" if "Executor task" in thread else
+                "stream execution (driver: planning, offsets, commit)" if "stream execution" in thread
+                else "other threads"] += 1
+        if "Executor task" not in thread and "stream execution" not in thread:
+            others["".join("#" if ch.isdigit() else ch for ch in thread)[:60]] += 1
+        if "Executor task" in thread:
+            total += 1
+            top[frames[0]] += 1
+            cats[harness.category(frames, CATEGORIES)] += 1
+    recording.path.unlink(missing_ok=True)
     share = (lambda c: round(c / total, 4)) if total else (lambda c: None)
     return {"query": q, "input": folder_key, "executor_samples": total,
             "run": {k: r[k] for k in ("events", "micro_batches", "processing_s", "own_cpu_s", "status")},

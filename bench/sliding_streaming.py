@@ -44,7 +44,6 @@ import argparse
 import collections
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -190,67 +189,30 @@ def profile_run(name: str, spark, a, source: Path, checkpoint: Path, work: Path,
     """One run of `name` under Java Flight Recorder; returns where the executor threads' samples fall."""
     if meter.jvm_pid is None:
         return {"error": "driver JVM pid unknown"}
-    jdk_bin = Path(spark.sparkContext._jvm.System.getProperty("java.home")) / "bin"
-    jcmd, jfr = jdk_bin / "jcmd", jdk_bin / "jfr"
-    if not jcmd.exists() or not jfr.exists():
-        return {"error": f"no jcmd/jfr in {jdk_bin}"}
-    rec = work / f"{name}.jfr"
-    rec.unlink(missing_ok=True)
-    subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.start", "name=bench", "settings=profile",
-                    f"filename={rec}"], check=True, capture_output=True)
     try:
+        recording = harness.flight_recording(spark, meter.jvm_pid, work / f"{name}.jfr")
+    except FileNotFoundError as missing:
+        return {"error": str(missing)}
+    with recording:
         r = run_query(name, spark, a, source, checkpoint, batches, meter)
-    finally:
-        subprocess.run([str(jcmd), str(meter.jvm_pid), "JFR.stop", "name=bench"], capture_output=True)
-    total = 0
-    all_samples = 0
-    cats = collections.Counter()
-    top = collections.Counter()
-    incl = collections.Counter()
-
-    def account(thread: str, frames: list[str]) -> None:
-        nonlocal total
+    total = all_samples = 0
+    cats, top, incl = collections.Counter(), collections.Counter(), collections.Counter()
+    for thread, frames in harness.execution_samples(recording):
+        all_samples += 1
         if "Executor task" not in thread or not frames:  # JFR keeps a thread's first name: launch or idle worker
-            return
+            continue
         total += 1
         top[frames[0]] += 1
         for f in set(frames):
             if f.startswith("windowagg.") or "encoders.ExpressionEncoder" in f or f.startswith("org.rocksdb."):
                 incl[f] += 1
-        for f in frames:  # the nearest frame, from the top, that falls in a category
-            hit = next((label for label, needles in CATEGORIES if any(n in f for n in needles)), None)
-            if hit:
-                cats[hit] += 1
-                break
-        else:
-            cats["other"] += 1
-
-    # the text form, read as it is printed (the JSON form of a long recording is too large to load)
-    proc = subprocess.Popen([str(jfr), "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample", str(rec)],
-                            stdout=subprocess.PIPE, text=True)
-    thread, frames, in_stack = "", [], False
-    for line in proc.stdout:
-        line = line.strip()
-        if line.startswith("jdk.ExecutionSample"):
-            thread, frames, in_stack = "", [], False
-            all_samples += 1
-        elif line.startswith("sampledThread = "):
-            thread = line.split('"')[1] if '"' in line else line
-        elif line.startswith("stackTrace = ["):
-            in_stack = True
-        elif in_stack and line == "]":
-            in_stack = False
-            account(thread, frames)
-        elif in_stack and line != "...":
-            frames.append(line.split("(", 1)[0])
-    if proc.wait() != 0:
-        raise RuntimeError(f"jfr print failed ({proc.returncode})")
+        cats[harness.category(frames, CATEGORIES)] += 1
     if total:
-        rec.unlink(missing_ok=True)
+        recording.path.unlink(missing_ok=True)
     share = (lambda c: round(c / total, 4)) if total else (lambda c: None)
     return {
         "competitor": name, "run": {k: v for k, v in r.items() if k != "batches"},
-        "executor_samples": total, "all_samples": all_samples, "recording": None if total else str(rec),
+        "executor_samples": total, "all_samples": all_samples, "recording": None if total else str(recording.path),
         "categories": [{"category": k, "share": share(c)} for k, c in cats.most_common()],
         "top_self": [{"frame": k, "share": share(c)} for k, c in top.most_common(20)],
         "top_inclusive": [{"frame": k, "share": share(c)} for k, c in incl.most_common(25)],
