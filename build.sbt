@@ -88,10 +88,11 @@ lazy val spark = (project in file("jvm/spark"))
     // an older line builds apart, so switching lines never recompiles the default build
     target := sparkLine.fold(baseDirectory.value / "target")(line => baseDirectory.value / "target" / s"spark$line"),
     Compile / packageBin / mappings ++= (core / Compile / packageBin / mappings).value,
-    // the jar holds the core, so its API docs (the published docs jar, dev/docs) do too: every
+    // the jar holds the core, so its published sources and API docs (and dev/docs) do too: every
     // [[link]] into the core resolves, and a broken one fails the build
+    Compile / packageSrc / mappings ++= (core / Compile / packageSrc / mappings).value,
     Compile / doc / sources ++= (core / Compile / sources).value,
-    Compile / doc / scalacOptions += "-Werror",
+    Compile / doc / scalacOptions ++= Seq("-doc-title", "windowagg", "-doc-version", version.value, "-Werror"),
     Compile / packageBin / artifactPath := target.value / s"windowagg-${version.value}${sparkLine.fold("")(l => s"-spark$l")}.jar",
     // published as one artifact, io.windowagg:windowagg_2.13 (dev/publish-local): the core is inside
     // the jar, so neither it nor the test-only examples are dependencies in its POM or ivy.xml; Spark
