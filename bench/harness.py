@@ -6,7 +6,7 @@
               streaming), start (session + the results' header: git, args, config, machine), stop
   metadata    machine_info, git_rev, jar_info, loadavg, conf_value, segment_tree_conf, plan_of
   CPU         CpuMeter: CPU of this benchmark's processes and of all others, from /proc;
-              wait_quiet: wait for a quiet machine; flight_recording + execution_samples: a JFR
+              wait_quiet: wait for a quiet machine; FlightRecording + execution_samples: a JFR
               profile of the driver JVM around a run, read back as (thread, frames) samples
   batch       Runner (one query to the noop sink, cancelled at a timeout), measure (warm-up + reps +
               median, contended runs marked and optionally retried), cache_input
@@ -520,9 +520,9 @@ def wait_quiet(meter: CpuMeter, max_wait: float, threshold: float) -> None:
         log(f"  waited {waited:.0f}s for a quiet machine (other processes at {share:.2f} cores)")
 
 
-class flight_recording:
+class FlightRecording:
     """Java Flight Recorder (the `profile` settings) on the JVM `pid` of `spark`'s driver while the
-    block runs, written to `path`: `with flight_recording(spark, pid, path) as rec:` ... then
+    block runs, written to `path`: `with FlightRecording(spark, pid, path) as rec:` ... then
     `execution_samples(rec)`. Raises FileNotFoundError when the JDK has no jcmd or jfr."""
 
     def __init__(self, spark, pid: int, path: Path):
@@ -531,7 +531,7 @@ class flight_recording:
         if not self.jcmd.exists() or not self.jfr.exists():
             raise FileNotFoundError(f"no jcmd/jfr in {bin_dir}")
 
-    def __enter__(self) -> "flight_recording":
+    def __enter__(self) -> "FlightRecording":
         self.path.unlink(missing_ok=True)
         subprocess.run([str(self.jcmd), str(self.pid), "JFR.start", "name=windowagg-bench", "settings=profile",
                         f"filename={self.path}"], check=True, capture_output=True)
@@ -541,7 +541,7 @@ class flight_recording:
         subprocess.run([str(self.jcmd), str(self.pid), "JFR.stop", "name=windowagg-bench"], capture_output=True)
 
 
-def execution_samples(rec: flight_recording):
+def execution_samples(rec: FlightRecording):
     """The recording's execution samples as (thread name, frames from the top, each a method without
     its line): read from `jfr print`'s text as it is printed (the JSON form of a long recording is too
     large to load). JFR keeps a thread's first name. Raises RuntimeError if `jfr print` fails."""

@@ -489,7 +489,7 @@ def profile_run(side: SparkSide, q: str, folder_key: str, work: Path) -> dict:
     if meter.jvm_pid is None:
         return {"error": "driver JVM pid unknown"}
     try:
-        recording = harness.flight_recording(spark, meter.jvm_pid, work / f"profile-{q}.jfr")
+        recording = harness.FlightRecording(spark, meter.jvm_pid, work / f"profile-{q}.jfr")
     except FileNotFoundError as missing:
         return {"error": str(missing)}
     with recording:

@@ -190,7 +190,7 @@ def profile_run(name: str, spark, a, source: Path, checkpoint: Path, work: Path,
     if meter.jvm_pid is None:
         return {"error": "driver JVM pid unknown"}
     try:
-        recording = harness.flight_recording(spark, meter.jvm_pid, work / f"{name}.jfr")
+        recording = harness.FlightRecording(spark, meter.jvm_pid, work / f"{name}.jfr")
     except FileNotFoundError as missing:
         return {"error": str(missing)}
     with recording:
