@@ -103,7 +103,8 @@ lazy val spark = (project in file("jvm/spark"))
     publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
     Test / fork := true,
     Test / parallelExecution := false,
-    Test / javaOptions ++= sparkJavaOptions ++ Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
+    // the parallel collector: a few percent less wall time than G1 for the suites on two cores
+    Test / javaOptions ++= sparkJavaOptions ++ Seq("-Xmx4g", "-XX:+UseParallelGC", "-Dspark.ui.enabled=false"),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Compile / run / fork := true,
     Compile / run / javaOptions ++= sparkJavaOptions)

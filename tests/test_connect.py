@@ -18,7 +18,7 @@ import pytest
 
 import connect_job
 import windowagg
-from conftest import examples_jar, stop_process_group
+from conftest import child_env, examples_jar, stop_process_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,7 +51,7 @@ def connect_url(tmp_path_factory):
             "--conf", "spark.ui.enabled=false",
         ],
         # the server's Python workers (PythonWindows' function) run this interpreter, with its packages
-        env={**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)},
+        env=child_env(SPARK_HOME=home, PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable)),
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # the server's JVM joins this process group, stopped with it

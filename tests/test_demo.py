@@ -11,6 +11,7 @@ import sys
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from conftest import child_env
 from windowagg.demo import generate_clicks
 
 USERS, EVENTS = 30, 3000
@@ -22,6 +23,7 @@ def run_demo(*args):
         capture_output=True,
         text=True,
         timeout=300,
+        env=child_env(),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout

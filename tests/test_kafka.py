@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from conftest import child_env
 import kafka_job
 import streaming_support as ss
 
@@ -27,13 +28,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "dev"))
 import kafka_broker  # noqa: E402 (dev/ is put on the path just above)
 
 EVENTS, LATE_IDS = kafka_job.events()
-
-
-def child_env(**extra):
-    """The environment of a child Spark process: its short-lived JVMs compile with the quick
-    compiler alone, which halves the CPU they take on this small input."""
-    java_options = " ".join(filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), "-XX:TieredStopAtLevel=1"]))
-    return {**os.environ, "JAVA_TOOL_OPTIONS": java_options, **extra}
 
 
 @pytest.fixture(scope="module")

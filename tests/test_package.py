@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import Column, SparkSession
 
 import windowagg
+from conftest import child_env
 from windowagg import SlidingWindows
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -279,7 +280,7 @@ def test_session_refuses_a_context_started_without_the_extension():
         capture_output=True,
         text=True,
         timeout=240,
-        env=dict(os.environ),
+        env=child_env(),
     ).stdout
     running = [line for line in out.splitlines() if line.startswith("RUNNING:")]
     after = [line for line in out.splitlines() if line.startswith("AFTER STOP:")]

@@ -9,7 +9,11 @@ appear in a query's checkpoint and output:
   - between micro-batches: ``commits/N`` is written;
   - while a file sink writes its first file.
 Every query of the job is killed at once, each at whatever point it has reached. Each time the job
-restarts from the same checkpoints; the last run finishes. Each kind's output (a Parquet file sink
+restarts from the same checkpoints; the last run, given one more file, finishes. That file is what a
+user's next run would bring: a query killed after the micro-batch that read the flush row (the
+watermark it moves closes every window), before the no-data micro-batch that emits those windows,
+runs no micro-batch on restart until new input comes (Spark plans a no-data micro-batch only after
+one it ran itself), so its last windows come out with that input. Each kind's output (a Parquet file sink
 read through its ``_spark_metadata``, or foreachBatch overwriting a folder per micro-batch) must then
 hold every window and every late row exactly once: the windows exactly the batch result over the
 rows that were on time, each late row once, with all its columns.
@@ -190,6 +194,8 @@ def test_exactly_once_across_driver_kills(spark, tmp_path):
                 f"run {run} killed at {point} after {time.monotonic() - started:.1f} s: "
                 f"offsets {batch_ids(point.checkpoint / 'offsets')}, commits {batch_ids(point.checkpoint / 'commits')}"
             )
+        second_flush = ss.event(chunks[-1][0]["id"] + 1, "flush", (2 * 86_400 + 60) * ss.SECOND, 0, "flush")
+        (tmp_path / "in" / f"part-{len(chunks):04d}.json").write_text(json.dumps(second_flush) + "\n")
         job = Job(tmp_path, "last")
         code = job.proc.wait(timeout=RUN_TIMEOUT)
         assert code == 0 and "FINISHED" in job.output(), f"the last run failed (code {code}):\n{job.output()}"

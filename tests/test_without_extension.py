@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from conftest import child_env
+
 CHILD = textwrap.dedent(
     """
     import windowagg
@@ -36,7 +38,7 @@ CHILD = textwrap.dedent(
 
 
 def test_a_session_without_the_extension_gets_one_message_at_analysis():
-    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=300, env=child_env())
     lines = [line for line in done.stdout.splitlines() if line.split(" ")[0] in ("window", "view")]
     assert len(lines) == 2, done.stdout + done.stderr[-3000:]
     for line in lines:
