@@ -1,6 +1,5 @@
 package windowagg
 
-import java.time.ZoneOffset
 
 import scala.collection.mutable.ArrayBuffer
 import scala.util.Random

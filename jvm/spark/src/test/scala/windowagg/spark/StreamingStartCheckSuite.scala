@@ -143,7 +143,7 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     Files.delete(sliding.resolve("windowagg").resolve("state.json"))
     val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(sliding)))
     assert(message.contains("its 'partials by time' state is version 1"), message)
-    assert(message.contains("reads versions 2 to 3 only"), message)
+    assert(message.contains("reads versions 2 to 4 only"), message)
   }
 
   test("state of an earlier version this release reads restarts, and is recorded as this release's version") {
@@ -152,11 +152,11 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     runOnce(windowed(input, SlidingWindows.of("10 seconds")), input, checkpoint)
     val file = checkpoint.resolve("windowagg").resolve("state.json")
     val record = Files.readString(file)
-    assert(record.contains("\"version\" : 3"), record)
+    assert(record.contains("\"version\" : 4"), record)
     Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
-    Files.writeString(file, record.replace("\"version\" : 3", "\"version\" : 2")) // as 0.3.0 wrote it
+    Files.writeString(file, record.replace("\"version\" : 4", "\"version\" : 2")) // as 0.3.0 wrote it
     start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(checkpoint)).stop()
-    assert(Files.readString(file).contains("\"version\" : 3"))
+    assert(Files.readString(file).contains("\"version\" : 4"))
   }
 
   test("differences are said per aggregation when a query has several") {

@@ -144,14 +144,25 @@ private[spark] object PartialBlock {
  * entries per key instead of one per partial. Where rows list their windows (`listed`), each
  * partial keeps its windows, and partials of one time must list the same.
  *
+ * A key whose partials fit in one block keeps it beside its starts (`inline`, carried by the
+ * caller's entry) instead of in the map: most keys of most queries, for which a micro-batch then
+ * reads and writes one state entry instead of two. The block moves to the map when a second one
+ * comes, and back when a rewrite leaves one.
+ *
  * Blocks are disjoint and ordered: block i holds times in [starts(i), starts(i + 1)); a block's
  * start is at or before its first time (older partials may have been left out since).
  */
 private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], initialStarts: Array[Long],
-    aggregates: SparkAggregates, listed: Option[ListedWindows.Resolved]) {
+    initialInline: Array[Byte], aggregates: SparkAggregates, listed: Option[ListedWindows.Resolved]) {
   import PartialBlocks.MaxEntries
+  require(initialInline == null || initialStarts.length == 1, "a block is kept inline only as the key's only one")
 
   private var starts: Array[Long] = initialStarts
+  // the key's only block when kept inline (at inlineStart), else null
+  private var inline: Array[Byte] = initialInline
+  private var inlineStart: Long = if (initialInline == null) 0L else initialStarts(0)
+  // the blocks in the map
+  private val inMap = mutable.Set.empty[Long] ++= (if (initialInline == null) initialStarts else Array.emptyLongArray)
   private val loaded = mutable.LongMap.empty[PartialBlock]
   private val written = mutable.LongMap.empty[Array[Byte]]
   private val removed = mutable.Set.empty[Long]
@@ -164,9 +175,13 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
     finality.closesAt(last.last, last.listedAt(last.size - 1))
   }
   def blockStarts: Array[Long] = starts
+  /** After [[flush]]: the key's only block, to be kept with its starts instead of in the map, or null. */
+  def inlineBlock: Array[Byte] = inline
 
-  private def block(start: Long): PartialBlock =
-    loaded.getOrElseUpdate(start, PartialBlock.decode(state.getValue(start), listed.isDefined))
+  private def block(start: Long): PartialBlock = loaded.getOrElseUpdate(start, {
+    val stored = if (inline != null && start == inlineStart) inline else state.getValue(start)
+    PartialBlock.decode(stored, listed.isDefined)
+  })
 
   /** The index of the block holding `time`, or -1 when it is before the first block. */
   private def blockOf(time: Long): Int = {
@@ -276,10 +291,24 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
     starts = newStarts.toArray.sorted
   }
 
-  /** Writes the changed blocks and removes the dropped ones. */
+  /**
+   * Writes the changed blocks and removes the dropped ones. A key's only block is kept inline when
+   * its bytes are at hand (written now, or inline already); one unchanged in the map stays there.
+   */
   def flush(): Unit = {
-    removed.foreach(state.removeKey)
-    written.foreach { case (start, encoded) => state.updateValue(start, encoded) }
+    removed.foreach(start => if (inMap.remove(start)) state.removeKey(start))
+    val only = if (starts.length != 1) None
+      else written.get(starts(0)).orElse(Option.when(inline != null && inlineStart == starts(0))(inline))
+    only match {
+      case Some(encoded) =>
+        if (inMap.remove(starts(0))) state.removeKey(starts(0))
+        inline = encoded
+        inlineStart = starts(0)
+      case None =>
+        if (inline != null && starts.contains(inlineStart) && !written.contains(inlineStart)) written.update(inlineStart, inline)
+        inline = null
+        written.foreach { case (start, encoded) => state.updateValue(start, encoded); inMap += start }
+    }
     removed.clear()
     written.clear()
   }

@@ -17,11 +17,12 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
  * unlimited, user-defined) in streaming.
  *
- * State per key, two entries in steady state: [[PartialBlocks]] (one partial aggregate per partial
- * time, a distinct time or the kind's slice, in blocks of partials kept as UnsafeRow bytes), and the
- * key's [[PartialsByTime.Progress]]: the point `finalBefore` below which every window is final, the
- * one event-time timer (at the last tick of the next window to become final), the blocks' keys and
- * the rows waiting to learn whether a window holds them. Windows come from the kind's cursor over
+ * State per key, one entry in steady state: the key's [[PartialsByTime.Progress]], which holds the
+ * point `finalBefore` below which every window is final, the one event-time timer (at the last tick
+ * of the next window to become final), the rows waiting to learn whether a window holds them, and
+ * [[PartialBlocks]] (one partial aggregate per partial time, a distinct time or the kind's slice, in
+ * blocks of partials kept as UnsafeRow bytes): the blocks' keys, and the block itself when it is
+ * the key's only one; a key with more keeps them in a map of its own. Windows come from the kind's cursor over
  * the partials, as in batch; blocks no open window can need are dropped, so state stays within the
  * kind's largest span + grace. A micro-batch reads a key's blocks only when one of its windows has
  * become final (or to emit changes), and otherwise only the blocks its new rows fall in. With early
@@ -56,11 +57,12 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
 private[spark] object PartialsByTime {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
-   * timer entries; version 2 (0.3.0) had no pending rows, so it reads as version 3 with none.
+   * timer entries; version 2 (0.3.0) had no pending rows, so it reads as version 4 with none, and
+   * version 3 kept every block in the map, so it reads as version 4 with no block inline.
    */
-  private val TimesLayout = StateLayout("partials by time", 3, readsFrom = 2)
-  /** Version 1 (0.4.0): the blocks of version 3 of "partials by time" with each partial's windows. */
-  private val ListedLayout = StateLayout("listed partials by time", 1)
+  private val TimesLayout = StateLayout("partials by time", 4, readsFrom = 2)
+  /** The blocks of "partials by time" with each partial's windows; version 1 kept every block in the map. */
+  private val ListedLayout = StateLayout("listed partials by time", 2, readsFrom = 1)
   // the two kinds come after the layouts they read: an object's fields are set in order
   /** The kinds whose windows come from the definition. */
   val OfTimes = new PartialsByTime(listed = false)
@@ -78,51 +80,65 @@ private[spark] object PartialsByTime {
 
   /**
    * A key's progress, kept as one state entry read and written once per micro-batch: `finalBefore`,
-   * the timer and the block starts (8 bytes each); with pending rows, then each one's time, length
-   * and bytes, padded to 8 bytes, and the number of block starts (4 bytes), so that its length is
-   * never a multiple of 8, as it is without them (all of version 2).
+   * the timer and the block starts (8 bytes each); the inline block (`inline`, the key's only block,
+   * or null) and the pending rows, each one's time, length and bytes, each part padded to 8 bytes; then the
+   * inline block's length, the number of block starts and -4 (4 bytes each). Version 3 ended with
+   * the number of block starts after pending rows, and version 2, without pending rows, had neither:
+   * its length is a multiple of 8, which no later version's is.
    */
-  final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long], var pending: Vector[PendingRow]) {
+  final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long], var inline: Array[Byte],
+      var pending: Vector[PendingRow]) {
     def timer: Option[Long] = if (timerMs == Progress.NoTimer) None else Some(timerMs)
 
-    def encode: Array[Byte] = if (pending.isEmpty) {
-      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length)
-      out.putLong(finalBefore).putLong(timerMs)
-      blockStarts.foreach(out.putLong)
-      out.array()
-    } else {
+    def encode: Array[Byte] = {
+      val inlineLength = if (inline == null) 0 else inline.length
       val pendingBytes = pending.map(12 + _.bytes.length).sum
-      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length + ((pendingBytes + 7) & ~7) + 4)
+      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length + Progress.padded(inlineLength) + Progress.padded(pendingBytes) + 12)
       out.putLong(finalBefore).putLong(timerMs)
       blockStarts.foreach(out.putLong)
+      if (inline != null) {
+        val at = out.position()
+        out.put(inline).position(at + Progress.padded(inlineLength))
+      }
       pending.foreach(r => out.putLong(r.time).putInt(r.bytes.length).put(r.bytes))
-      out.putInt(out.capacity() - 4, blockStarts.length)
+      out.putInt(out.capacity() - 12, inlineLength).putInt(out.capacity() - 8, blockStarts.length).putInt(out.capacity() - 4, Progress.Version4)
       out.array()
     }
   }
 
   object Progress {
     val NoTimer: Long = Long.MinValue
+    // the last int of a version 4 entry; version 3's is the number of block starts, at least 1
+    private val Version4 = -4
+    private def padded(length: Int): Int = (length + 7) & ~7
 
-    def empty: Progress = new Progress(Long.MinValue, NoTimer, Array.emptyLongArray, Vector.empty)
+    def empty: Progress = new Progress(Long.MinValue, NoTimer, Array.emptyLongArray, null, Vector.empty)
 
     def decode(bytes: Array[Byte]): Progress = {
       val in = ByteBuffer.wrap(bytes)
       val finalBefore = in.getLong()
       val timerMs = in.getLong()
       if (bytes.length % 8 == 0) { // version 2
-        new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()), Vector.empty)
+        new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()), null, Vector.empty)
       } else {
-        val starts = Array.fill(in.getInt(bytes.length - 4))(in.getLong())
+        val version4 = in.getInt(bytes.length - 4) == Version4
+        val end = bytes.length - (if (version4) 12 else 4)
+        val starts = Array.fill(in.getInt(if (version4) bytes.length - 8 else bytes.length - 4))(in.getLong())
+        val inline = if (!version4 || in.getInt(bytes.length - 12) == 0) null else {
+          val at = in.position()
+          val block = new Array[Byte](in.getInt(bytes.length - 12))
+          in.get(block).position(at + padded(block.length))
+          block
+        }
         val pending = Vector.newBuilder[PendingRow]
         // a pending row takes at least 12 bytes, more than the padding
-        while (bytes.length - 4 - in.position() >= 12) {
+        while (end - in.position() >= 12) {
           val time = in.getLong()
           val row = new Array[Byte](in.getInt())
           in.get(row)
           pending += PendingRow(time, row)
         }
-        new Progress(finalBefore, timerMs, starts, pending.result())
+        new Progress(finalBefore, timerMs, starts, inline, pending.result())
       }
     }
   }
@@ -181,7 +197,7 @@ private[spark] object PartialsByTime {
     override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
-      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates, listed)
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, progress.inline, aggregates, listed)
       // Windows that became final before these rows arrived are closed first: rows behind the
       // watermark may only change windows that are still open.
       var nextEnd = finalizeUpTo(watermark, progress, blocks, out)
@@ -251,7 +267,7 @@ private[spark] object PartialsByTime {
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
-      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates, listed)
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, progress.inline, aggregates, listed)
       val nextEnd = finalizeUpTo(watermark, progress, blocks, out)
       progress.timerMs = Progress.NoTimer // the fired timer is gone
       val fireAt = fireEarly(watermark, progress, blocks, Array.emptyLongArray, out)
@@ -261,7 +277,7 @@ private[spark] object PartialsByTime {
     override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
-      val blocks = new PartialBlocks(blockState, progress.blockStarts, aggregates, listed)
+      val blocks = new PartialBlocks(blockState, progress.blockStarts, progress.inline, aggregates, listed)
       finalizeUpTo(watermark, progress, blocks, out)
       // rows still waiting to learn whether a window holds them never will
       progress.pending.foreach(r => out.notWindowed(r.value(values), NotWindowed.Expired, 1L))
@@ -342,6 +358,7 @@ private[spark] object PartialsByTime {
       if (blocks.isEmpty) progressState.clear()
       else {
         progress.blockStarts = blocks.blockStarts
+        progress.inline = blocks.inlineBlock
         progressState.update(progress.encode)
       }
     }

@@ -73,8 +73,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       def windows(times: Array[Long]): Array[Array[Long]] = if (listed.isDefined) times.map(windowsOf) else null
       val finality = new WindowFinality(listed.getOrElse(SlidingWindows.Resolved(10L)))
       val state = new MemoryMapState
-      var starts = Array.emptyLongArray
-      var blocks = new PartialBlocks(state, starts, aggregates, listed)
+      var blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, listed)
       val expected = mutable.TreeMap.empty[Long, Seq[Long]]
       var floor = Long.MinValue // blocks wholly before it may be gone
       script.foreach {
@@ -89,10 +88,9 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         case DropBefore(keep) =>
           blocks.dropBefore(keep)
           floor = math.max(floor, keep)
-        case Restart =>
+        case Restart => // from what the key's progress entry keeps: the starts and the inline block
           blocks.flush()
-          starts = blocks.blockStarts
-          blocks = new PartialBlocks(state, starts, aggregates, listed)
+          blocks = new PartialBlocks(state, blocks.blockStarts, blocks.inlineBlock, aggregates, listed)
       }
       def summary(xs: Seq[Long]) = (xs.sum, xs.length.toLong, xs.max)
       for (from <- Seq(Long.MinValue, -300L, 0L, 250L, Long.MaxValue).map(math.max(_, floor))) {
@@ -105,8 +103,11 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         assert(expected.get(p.time).map(summary).contains(result(p.partial)))
       }
       blocks.flush()
-      assert(state.entries.keys.toArray.sameElements(blocks.blockStarts))
-      state.entries.values.foreach(bytes => assert(PartialBlock.decode(bytes, listed.isDefined).size <= PartialBlocks.MaxEntries))
+      // a block is in the map or, the key's only one, inline
+      val inline = Option(blocks.inlineBlock)
+      assert(inline.isEmpty || blocks.blockStarts.length == 1)
+      assert(state.entries.keys.toArray.sameElements(if (inline.isDefined) Array.emptyLongArray else blocks.blockStarts))
+      (state.entries.values ++ inline).foreach(bytes => assert(PartialBlock.decode(bytes, listed.isDefined).size <= PartialBlocks.MaxEntries))
       expected.lastOption.filter(_._1 >= floor).foreach { case (t, _) =>
         assert(blocks.lastCloses(finality).contains(finality.closesAt(t, if (listed.isDefined) windowsOf(t) else null)))
       }
@@ -114,7 +115,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("a time added again with other listed windows fails naming it") {
-    val blocks = new PartialBlocks(new MemoryMapState, Array.emptyLongArray, aggregates, Some(listedKind))
+    val blocks = new PartialBlocks(new MemoryMapState, Array.emptyLongArray, null, aggregates, Some(listedKind))
     blocks.add(Array(5L, 7L), Array(partialOf(Seq(1L)), partialOf(Seq(2L))), Array(Array(5L, 6L), Array(7L, 9L)), Long.MinValue)
     blocks.add(Array(5L), Array(partialOf(Seq(3L))), Array(Array(5L, 6L)), Long.MinValue)
     val error = intercept[WindowError](blocks.add(Array(7L), Array(partialOf(Seq(4L))), Array(Array(6L, 9L)), Long.MinValue))
@@ -124,7 +125,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   test("a dropped block is never read again, and clear leaves no entry") {
     val state = new MemoryMapState
-    val blocks = new PartialBlocks(state, Array.emptyLongArray, aggregates, None)
+    val blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, None)
     val times = (0L until 200L).toArray
     blocks.add(times, times.map(t => partialOf(Seq(t))), null, Long.MinValue)
     blocks.flush()
@@ -138,17 +139,62 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(state.entries.isEmpty && blocks.isEmpty)
   }
 
-  test("a block rewritten by new partials leaves out those before the oldest time kept: a key's rows one by one keep one entry, rewritten in place") {
+  test("a block rewritten by new partials leaves out those before the oldest time kept: a key's rows one by one keep one block, inline") {
     val state = new MemoryMapState
     var starts = Array.emptyLongArray
+    var inline: Array[Byte] = null
     (0L until 500L).foreach { t =>
-      val blocks = new PartialBlocks(state, starts, aggregates, None)
+      val blocks = new PartialBlocks(state, starts, inline, aggregates, None)
       blocks.add(Array(t), Array(partialOf(Seq(t))), null, keep = t - 2)
       blocks.flush()
       starts = blocks.blockStarts
+      inline = blocks.inlineBlock
     }
-    assert(state.entries.size == 1 && state.removals == 0)
-    assert(new PartialBlocks(state, starts, aggregates, None).from(Long.MinValue).map(_.time).toList == List(497L, 498L, 499L))
+    assert(state.entries.isEmpty && state.removals == 0 && starts.length == 1)
+    assert(new PartialBlocks(state, starts, inline, aggregates, None).from(Long.MinValue).map(_.time).toList == List(497L, 498L, 499L))
+  }
+
+  test("a key's only block moves into the map when a second one comes, and back inline when a rewrite leaves one") {
+    val state = new MemoryMapState
+    def partials(times: Array[Long]) = times.map(t => partialOf(Seq(t)))
+    val blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, None)
+    blocks.add(Array(0L, 1L), partials(Array(0L, 1L)), null, Long.MinValue)
+    blocks.flush()
+    assert(blocks.inlineBlock != null && state.entries.isEmpty)
+    val many = (2L until 100L).toArray
+    blocks.add(many, partials(many), null, Long.MinValue)
+    blocks.flush()
+    assert(blocks.inlineBlock == null && state.entries.size == 2)
+    blocks.dropBefore(90L) // the older block goes; the newer one, unchanged, stays in the map
+    blocks.flush()
+    assert(blocks.inlineBlock == null && state.entries.keys.toList == blocks.blockStarts.toList)
+    blocks.add(Array(100L), partials(Array(100L)), null, Long.MinValue)
+    blocks.flush()
+    assert(blocks.inlineBlock != null && state.entries.isEmpty)
+    assert(new PartialBlocks(state, blocks.blockStarts, blocks.inlineBlock, aggregates, None).from(Long.MinValue).map(_.time).toList ==
+      (50L to 100L).toList)
+  }
+
+  test("a key's progress entry reads back from versions 2, 3 and 4, with an inline block and pending rows or without") {
+    import PartialsByTime.{PendingRow, Progress}
+    def same(a: Progress, b: Progress): Unit = {
+      assert((a.finalBefore, a.timerMs, a.blockStarts.toSeq, Option(a.inline).map(_.toSeq)) ==
+        (b.finalBefore, b.timerMs, b.blockStarts.toSeq, Option(b.inline).map(_.toSeq)))
+      assert(a.pending.map(r => (r.time, r.bytes.toSeq)) == b.pending.map(r => (r.time, r.bytes.toSeq)))
+    }
+    val pending = Vector(PendingRow(7L, Array.fill[Byte](16)(3)), PendingRow(9L, Array.fill[Byte](24)(4)))
+    val block = Array.tabulate[Byte](40)(_.toByte)
+    for (inline <- Seq(null, block); rows <- Seq(Vector.empty, pending)) {
+      val progress = new Progress(5L, Progress.NoTimer, if (inline == null) Array(1L, 64L) else Array(1L), inline, rows)
+      same(Progress.decode(progress.encode), progress)
+    }
+    // version 2: finalBefore, timer and starts; version 3 adds pending rows, padded, and the number of starts
+    val v2 = java.nio.ByteBuffer.allocate(32).putLong(5L).putLong(11L).putLong(1L).putLong(64L).array()
+    same(Progress.decode(v2), new Progress(5L, 11L, Array(1L, 64L), null, Vector.empty))
+    val v3 = java.nio.ByteBuffer.allocate(32 + 12 + 16 + 4 + 4)
+    v3.putLong(5L).putLong(11L).putLong(1L).putLong(64L).putLong(7L).putInt(16).put(Array.fill[Byte](16)(3))
+    v3.putInt(v3.capacity() - 4, 2)
+    same(Progress.decode(v3.array()), new Progress(5L, 11L, Array(1L, 64L), null, pending.take(1)))
   }
 }
 
