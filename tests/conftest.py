@@ -27,8 +27,8 @@ def examples_jar() -> str:
 
 def child_env(**extra) -> dict:
     """The environment of a child process that starts a short-lived JVM (a Spark driver, a Connect
-    server): it compiles with the quick compiler alone, which halves the CPU such a JVM takes on
-    the tests' small inputs, where the optimizing compiler's work never pays back."""
+    server): it compiles with the quick compiler alone, as on the tests' small inputs the optimizing
+    compiler's work does not pay back (the cluster test's job: 84 s instead of 189 s)."""
     java_options = " ".join(filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), "-XX:TieredStopAtLevel=1"]))
     return {**os.environ, "JAVA_TOOL_OPTIONS": java_options, **extra}
 

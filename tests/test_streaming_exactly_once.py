@@ -13,10 +13,10 @@ restarts from the same checkpoints; the last run, given one more file, finishes.
 user's next run would bring: a query killed after the micro-batch that read the flush row (the
 watermark it moves closes every window), before the no-data micro-batch that emits those windows,
 runs no micro-batch on restart until new input comes (Spark plans a no-data micro-batch only after
-one it ran itself), so its last windows come out with that input. Each kind's output (a Parquet file sink
-read through its ``_spark_metadata``, or foreachBatch overwriting a folder per micro-batch) must then
-hold every window and every late row exactly once: the windows exactly the batch result over the
-rows that were on time, each late row once, with all its columns.
+one it ran itself), so its last windows come out with that input. Each kind's output (a Parquet
+file sink read through its ``_spark_metadata``, or foreachBatch overwriting a folder per
+micro-batch) must then hold every window and every late row exactly once: the windows exactly the
+batch result over the rows that were on time, each late row once, with all its columns.
 
 CI runs four kill points. WINDOWAGG_SOAK_KILLS=20 runs 20 random ones, each a little ahead of a
 random query's progress, so that every run moves on (a soak of about ten minutes);
