@@ -9,6 +9,8 @@ PYSPARK_VERSION=4.3.0
 SPARK_4_1_VERSION=4.1.3
 SPARK_4_2_VERSION=4.2.0
 PYTEST_VERSION=9.2.0
+# pytest's workers (dev/test runs the tests in two processes, one per core)
+PYTEST_XDIST_VERSION=3.8.0
 # pandas and pyarrow: PySpark's pandas UDFs, which a test uses to check they are rejected
 PANDAS_VERSION=2.3.3
 PYARROW_VERSION=26.0.1

@@ -25,6 +25,18 @@ def examples_jar() -> str:
     return EXAMPLES_JAR
 
 
+# The modules whose tests run Spark in child processes take one to four minutes each. They come
+# first, slowest first, so that the two workers dev/test runs pytest in end together instead of one
+# starting the longest module last.
+SLOWEST_MODULES = ("test_streaming_exactly_once.py", "test_kafka.py", "test_cluster.py", "test_demo.py",
+                   "test_connect.py", "test_docs.py")
+
+
+def pytest_collection_modifyitems(items):
+    first = {name: rank for rank, name in enumerate(SLOWEST_MODULES)}
+    items.sort(key=lambda item: first.get(item.path.name, len(SLOWEST_MODULES)))  # stable: the rest keep their order
+
+
 def child_env(**extra) -> dict:
     """The environment of a child process that starts a short-lived JVM (a Spark driver, a Connect
     server): it compiles with the quick compiler alone, as on the tests' small inputs the optimizing
