@@ -1,5 +1,6 @@
 """Shared fixtures: one local Spark session with windowagg for the whole test run."""
 
+import collections
 import os
 import signal
 import subprocess
@@ -26,15 +27,18 @@ def examples_jar() -> str:
 
 
 # The modules whose tests run Spark in child processes take one to four minutes each. They come
-# first, slowest first, so that the two workers dev/test runs pytest in end together instead of one
-# starting the longest module last.
+# first, slowest first, then the others by their number of tests, most first: dev/test's two pytest
+# workers take modules in this order (--no-loadscope-reorder), so that they end together instead of
+# one starting a long module last.
 SLOWEST_MODULES = ("test_streaming_exactly_once.py", "test_kafka.py", "test_cluster.py", "test_demo.py",
                    "test_connect.py", "test_docs.py")
 
 
 def pytest_collection_modifyitems(items):
     first = {name: rank for rank, name in enumerate(SLOWEST_MODULES)}
-    items.sort(key=lambda item: first.get(item.path.name, len(SLOWEST_MODULES)))  # stable: the rest keep their order
+    tests = collections.Counter(item.path.name for item in items)
+    # stable: a module's tests keep their order
+    items.sort(key=lambda item: (first.get(item.path.name, len(SLOWEST_MODULES)), -tests[item.path.name]))
 
 
 def child_env(**extra) -> dict:
