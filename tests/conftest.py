@@ -1,4 +1,4 @@
-"""Shared fixtures: one local Spark session with windowagg for the whole test run."""
+"""Shared fixtures: one local Spark session with windowagg per pytest process (dev/test runs two)."""
 
 import collections
 import os
@@ -26,10 +26,10 @@ def examples_jar() -> str:
     return EXAMPLES_JAR
 
 
-# The modules whose tests run Spark in child processes take one to four minutes each. They come
-# first, slowest first, then the others by their number of tests, most first: dev/test's two pytest
-# workers take modules in this order (--no-loadscope-reorder), so that they end together instead of
-# one starting a long module last.
+# The modules whose tests start child processes (Spark drivers, a cluster, a Connect server, the
+# manual's build) take from half a minute to four minutes each. They come first, slowest first, then
+# the others by their number of tests, most first: dev/test's two pytest workers take modules in this
+# order (--no-loadscope-reorder), so that they end together instead of one starting a long module last.
 SLOWEST_MODULES = ("test_streaming_exactly_once.py", "test_kafka.py", "test_cluster.py", "test_demo.py",
                    "test_connect.py", "test_docs.py")
 
