@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, AggregateFunction, Count, Partial}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
-import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
@@ -107,7 +107,6 @@ object CombineBeforeShuffle {
         val uncertain = AttributeReference("_uncertain_row", BinaryType)()
         // where rows list their windows, the certain rows' windows: a partial time's must be the same
         val listed = spec.pieceWindowsType.map(AttributeReference("_listed_windows", _)())
-        val intake = StreamingIntakeExec(spec, node.keys, partialTime, uncertain, listed, child)
         // the spec's aggregates read its value attributes: here, the child's (the optimizer may have
         // renamed them, e.g. removing an alias of a file source's columns)
         val asChild = AttributeMap(spec.valueAttributes.zip(values))
@@ -116,6 +115,9 @@ object CombineBeforeShuffle {
           AggregateExpression(onChild(f).asInstanceOf[AggregateFunction], Partial, isDistinct = false,
             Option(filter).filterNot(_ == Literal.TrueLiteral).map(onChild))
         }
+        // the intake passes on only the columns the aggregation reads: an uncertain row's values go packed
+        val read = AttributeSet(node.keys ++ aggregates.flatMap(_.references))
+        val intake = StreamingIntakeExec(spec, node.keys, child.output.filter(read.contains), partialTime, uncertain, listed, child)
         val groups = node.keys ++ Seq(partialTime, uncertain) ++ listed
         val aggregated = SparkInternals.partialAggregate(groups, aggregates, intake)
         val out = aggregated.output
@@ -136,12 +138,15 @@ object CombineBeforeShuffle {
  * whole (rows with a null time or in no window too), so that the aggregation combines the former
  * and carries the latter through as they are.
  */
-case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], partialTime: Attribute, uncertain: Attribute,
-    listed: Option[Attribute], child: SparkPlan) extends UnaryExecNode {
+case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], carried: Seq[Attribute], partialTime: Attribute,
+    uncertain: Attribute, listed: Option[Attribute], child: SparkPlan) extends UnaryExecNode {
 
-  override def output: Seq[Attribute] = child.output ++ Seq(partialTime, uncertain) ++ listed
+  override def output: Seq[Attribute] = carried ++ Seq(partialTime, uncertain) ++ listed
   override def producedAttributes: AttributeSet = AttributeSet(Seq(partialTime, uncertain) ++ listed)
-  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputPartitioning: Partitioning = child.outputPartitioning match {
+    case p: Expression if !p.references.subsetOf(outputSet) => UnknownPartitioning(child.outputPartitioning.numPartitions)
+    case p => p
+  }
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "combinedRows" -> SQLMetrics.createMetric(sparkContext, "rows combined by partial time"),
@@ -151,7 +156,8 @@ case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], 
 
   override protected def doExecute(): RDD[InternalRow] = {
     val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
-    val (spec_, keys_, childOutput, outputTypes) = (spec, keys, child.output, output.map(_.dataType).toArray)
+    val (spec_, keys_, childOutput, carried_) = (spec, keys, child.output, carried)
+    val added = Seq(partialTime, uncertain) ++ listed
     val (combined, sentWhole) = (longMetric("combinedRows"), longMetric("wholeRows"))
     val windowsType = listed.map(_.dataType)
     child.execute().mapPartitions { rows =>
@@ -162,7 +168,7 @@ case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], 
       val pack = UnsafeProjection.create(childOutput.take(spec_.valueAttributes.length), childOutput)
       val extra = new GenericInternalRow(2 + windowsType.size)
       val joined = new JoinedRow()
-      val toOutput = UnsafeProjection.create(outputTypes)
+      val toOutput = UnsafeProjection.create(carried_ ++ added, childOutput ++ added)
       rows.map { row =>
         val windows = keyOf.fold(spec_.windows)(project => keyWindows(project(row)))
         intake.use(windows)
