@@ -2,9 +2,11 @@ package windowagg.spark
 
 import scala.util.Random
 
+import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.streaming.runtime.{MemoryStream, StreamingQueryWrapper}
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CumulativeWindows, SessionWindows, SlidingWindows, TimeWindows, WindowDefinition}
@@ -101,6 +103,30 @@ class CombineBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     assert(!merges(SessionWindows.withDynamicGap("gap").grace("0 seconds"), Map.empty, sum("v")))
     assert(merges(TimeWindows.of("1 second").grace("0 seconds"), Map.empty, sum("v")))
     assert(!merges(TimeWindows.of("1 second"), Map("time" -> "processing"), sum("v"), current_timestamp()))
+  }
+
+  test("a query counting its late rows reads only the columns its windows read; one emitting them reads all") {
+    val dir = java.nio.file.Files.createTempDirectory("windowagg-pruning").toString
+    spark.range(0, 20).selectExpr("concat('k', id % 2) AS k", "timestamp_millis(id * 100) AS ts", "id AS v", "repeat('x', 100) AS note")
+      .write.json(s"$dir/in")
+    /** The columns the file source's scan reads, and the windows. */
+    def scanned(lateRows: String): (Seq[String], Seq[String]) = {
+      val stream = spark.readStream.schema("k STRING, ts TIMESTAMP, v BIGINT, note STRING").json(s"$dir/in")
+      val query = startWithoutNoDataBatches {
+        stream.groupBy(col("k"), window(col("ts"), TimeWindows.of("1 second").grace("0 seconds"), Map("lateRows" -> lateRows, "emit" -> "updates")))
+          .agg(sum("v").as("s")).writeStream.format("memory").queryName(s"scanned_$lateRows").outputMode("update")
+          .option("checkpointLocation", s"$dir/checkpoint-$lateRows").trigger(Trigger.AvailableNow()).start()
+      }
+      try query.awaitTermination() finally query.stop()
+      val plan = query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan
+      (plan.collectFirst { case scan: FileSourceScanExec => scan.requiredSchema.fieldNames.toSeq }.get,
+        spark.table(s"scanned_$lateRows").select("k", "s").collect().map(_.toString).toSeq.sorted)
+    }
+    val (counting, windows) = scanned("count")
+    val (emitting, sameWindows) = scanned("emit")
+    assert(counting == Seq("k", "ts", "v"))
+    assert(emitting == Seq("k", "ts", "v", "note"))
+    assert(windows == sameWindows && windows.nonEmpty)
   }
 
   test("the setting must be auto, always or never, and the one it replaced names it") {

@@ -136,7 +136,8 @@ object CombineBeforeShuffle {
  * late and is certain to be in a window at the micro-batch's watermark (and where rows list their
  * windows, those in `listed`, [[StreamingWindowSpec.pieceWindowsType]]), else its values packed
  * whole (rows with a null time or in no window too), so that the aggregation combines the former
- * and carries the latter through as they are.
+ * and carries the latter through as they are. Of the child's columns it passes on only `carried`,
+ * those the keys and the partial aggregates read.
  */
 case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], carried: Seq[Attribute], partialTime: Attribute,
     uncertain: Attribute, listed: Option[Attribute], child: SparkPlan) extends UnaryExecNode {

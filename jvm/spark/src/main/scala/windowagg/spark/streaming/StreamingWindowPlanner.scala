@@ -67,7 +67,10 @@ object StreamingWindowPlanner {
     // column carries the watermark marker; without it they reach the processor, which routes them.
     val marked = input.queryExecution.analyzed
     val eventTime = AttributeReference(time.name, time.dataType, time.nullable, unmarked(time.metadata))()
-    val values = marked.output.map { a =>
+    // a late row emitted carries every input column; otherwise the processor gets only the columns
+    // the windows and aggregates read, and Spark prunes the others (at the scan, where it can)
+    val read = node.references
+    val values = marked.output.filter(a => options.emitLateRows || read.contains(a)).map { a =>
       if (a.exprId == time.exprId) Alias(a, a.name)(exprId = eventTime.exprId, explicitMetadata = Some(eventTime.metadata))
       else a
     }
