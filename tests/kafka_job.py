@@ -8,14 +8,21 @@ runs one streaming query per window definition of `definitions()` reading "click
 source, ROWS_PER_BATCH rows per micro-batch, both at once, each writing its final windows to "NAME-windows" and
 its late rows to "NAME-late" (JSON values keyed by user). Reads every output topic back in batch and
 writes its rows and the queries' micro-batch counts to OUT.json; the test compares them with the
-batch result over the on-time events.
+batch result over the on-time events. Then the Nexmark benchmark's generator writes its events to the
+topic "nexmark", and q5's windowagg query reads them back as a stream (`nexmark_through_kafka`).
 """
 
 import json
+import os
 import random
 import sys
 
 import streaming_support as ss
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "nexmark"))
+
+import generator  # noqa: E402 (bench/nexmark: the Nexmark benchmark's generator and queries)
+import queries as nexmark_queries  # noqa: E402
 
 INPUT_TOPIC = "clicks"
 ROWS_PER_BATCH = 45
@@ -233,6 +240,48 @@ def read_back(spark, bootstrap):
     return out
 
 
+NEXMARK_TOPIC = "nexmark"
+NEXMARK_PER_BATCH = 1_000
+
+
+def nexmark_config():
+    """A minute of Nexmark events, out of order by up to 2 s (some delayed), as the benchmark's generator makes them."""
+    return generator.Config(3_000, seed=11, rate=50, max_disorder_ms=2_000, prob_delayed_event=0.2)
+
+
+def nexmark_through_kafka(spark, bootstrap, work_dir):
+    """The benchmark's generator writes nexmark_config()'s events to NEXMARK_TOPIC; returns the
+    records' values in offset order, and q5's bids per auction and hopping window (windowagg) of
+    the topic read as a stream, NEXMARK_PER_BATCH records per micro-batch, with a watermark as far
+    behind as the events are out of order (so none is late)."""
+    from pyspark.sql import functions as F
+
+    config = nexmark_config()
+    generator.write_kafka(spark, config, generator.generate(config), bootstrap, NEXMARK_TOPIC)
+
+    def source(reader):
+        return (reader.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", NEXMARK_TOPIC).option("startingOffsets", "earliest"))
+
+    records = source(spark.read).option("endingOffsets", "latest").load()
+    values = [r.value for r in records.orderBy("offset").select(F.col("value").cast("string").alias("value")).collect()]
+    stream = source(spark.readStream).option("maxOffsetsPerTrigger", NEXMARK_PER_BATCH).load()
+    bids = nexmark_queries.bids_from_kafka(stream).withWatermark("ts", f"{generator.disorder_bound_ms(config)} milliseconds")
+    query = (
+        nexmark_queries.q5_counts_windowagg(bids).writeStream.format("memory").queryName("nexmark_q5_counts")
+        .option("checkpointLocation", f"{work_dir}/checkpoint-nexmark").outputMode("append")
+        .trigger(availableNow=True).start()
+    )
+    if not query.awaitTermination(300) or query.exception() is not None:
+        raise RuntimeError(f"the Nexmark query failed or did not finish within 300 s: {query.exception()}")
+    windows = spark.table("nexmark_q5_counts").orderBy("auction", "window_start").collect()
+    return {
+        "values": values,
+        "q5_counts": [list(r) for r in windows],
+        "data_micro_batches": sum(1 for p in query.recentProgress if p["numInputRows"] > 0),
+    }
+
+
 def main(bootstrap, work_dir, path, jars):
     import windowagg
 
@@ -260,6 +309,7 @@ def main(bootstrap, work_dir, path, jars):
                 name: sum(1 for p in q.recentProgress if p["numInputRows"] > 0) for name, q in queries.items()
             },
             "observed_late_rows": {name: ss.observed(q, "late_rows") for name, q in queries.items()},
+            "nexmark": nexmark_through_kafka(spark, bootstrap, work_dir),
         }
     finally:
         spark.stop()

@@ -9,6 +9,8 @@ clicks, and the late topics hold exactly the late clicks.
 The first run fetches the broker's and the connector's jars with Maven (dev/kafka-jars).
 """
 
+import collections
+import datetime
 import json
 import math
 import os
@@ -24,10 +26,13 @@ import streaming_support as ss
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "dev"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench", "nexmark"))
 
+import generator  # noqa: E402 (bench/nexmark: the Nexmark benchmark's generator)
 import kafka_broker  # noqa: E402 (dev/ is put on the path just above)
 
 EVENTS, LATE_IDS = kafka_job.events()
+NEXMARK = kafka_job.nexmark_config()
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +96,66 @@ def test_the_late_topic_holds_exactly_the_late_clicks(read_back, name):
     assert read_back["topics"][name]["late"] == late
     assert read_back["observed_late_rows"][name] == len(LATE_IDS)
     assert read_back["topics"][name]["keys_not_their_user"] == 0
+
+
+# nexmark-flink's layout of a record's event, field by field
+NEXMARK_FIELDS = {
+    "person": {"id": "id", "name": "name", "emailAddress": "email_address", "creditCard": "credit_card",
+               "city": "city", "state": "state", "dateTime": "date_time", "extra": "extra"},
+    "auction": {"id": "id", "itemName": "item_name", "description": "description", "initialBid": "initial_bid",
+                "reserve": "reserve", "dateTime": "date_time", "expires": "expires", "seller": "seller",
+                "category": "category", "extra": "extra"},
+    "bid": {"auction": "auction", "bidder": "bidder", "price": "price", "channel": "channel", "url": "url",
+            "dateTime": "date_time", "extra": "extra"},
+}
+
+
+def nexmark_time(ms):
+    """Epoch milliseconds as nexmark-flink's JSON writes a TIMESTAMP(3), in UTC."""
+    moment = datetime.datetime.fromtimestamp(ms // 1000, datetime.timezone.utc)
+    return f"{moment:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d}"
+
+
+def test_the_nexmark_generator_writes_every_event_to_kafka_in_arrival_order(read_back):
+    records = [json.loads(v) for v in read_back["nexmark"]["values"]]
+    frames = generator.generate(NEXMARK)
+    assert len(records) == NEXMARK.events == sum(len(f) for f in frames.values())
+    types = {0: "person", 1: "auction", 2: "bid"}
+    for kind, fields in NEXMARK_FIELDS.items():
+        # each kind's records, in the topic's order, are its frame's rows in theirs (arrival order)
+        got = [r[kind] for r in records if types[r["event_type"]] == kind]
+        assert all(set(r) == {"event_type", types[r["event_type"]]} for r in records)
+        want = [
+            {name: nexmark_time(row[column]) if column in ("date_time", "expires") else row[column]
+             for name, column in fields.items()}
+            for row in frames[kind].to_dict("records")
+        ]
+        assert got == want, kind
+    # and the kinds interleave as they arrive: out of order, by no more than the generator's bound
+    latest, behind = None, []
+    for r in records:
+        t = datetime.datetime.strptime(r[types[r["event_type"]]]["dateTime"], "%Y-%m-%d %H:%M:%S.%f")
+        if latest is not None and t < latest:
+            behind.append(latest - t)
+        latest = t if latest is None else max(latest, t)
+    assert behind and max(behind) <= datetime.timedelta(milliseconds=generator.disorder_bound_ms(NEXMARK))
+
+
+def test_nexmark_q5_read_from_kafka_as_a_stream_equals_its_windows_counted_by_hand(read_back):
+    """q5's bids per auction in hopping windows of 10 s every 2 s (windowagg, streaming from the
+    topic) against a count by hand of the bids' windows: every window the last watermark (the
+    latest bid's time less the generator's disorder bound) has closed, end <= watermark."""
+    bids = generator.generate(NEXMARK)["bid"]
+    watermark = int(bids["date_time"].max()) - generator.disorder_bound_ms(NEXMARK)
+    counts = collections.Counter()
+    for auction, t in zip(bids["auction"], bids["date_time"]):
+        start = int(t) - int(t) % 2_000
+        for s in range(start, int(t) - 10_000, -2_000):
+            counts[(int(auction), s, s + 10_000)] += 1
+    want = sorted([a, s, e, n] for (a, s, e), n in counts.items() if e <= watermark)
+    assert len(want) > 1_000
+    assert sorted(read_back["nexmark"]["q5_counts"]) == want
+    assert read_back["nexmark"]["data_micro_batches"] == math.ceil(NEXMARK.events / kafka_job.NEXMARK_PER_BATCH)
 
 
 def test_the_demo_streams_clicks_through_kafka(broker, tmp_path):

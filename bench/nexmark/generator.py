@@ -135,6 +135,8 @@ __all__ = [
     "Config",
     "generate",
     "write_bids",
+    "arrival_positions",
+    "write_kafka",
     "arrival_event_numbers",
     "event_time_ms",
     "disorder_bound_ms",
@@ -539,3 +541,55 @@ def write_bids(bids: pd.DataFrame, folder: str, files: int, fmt: str = "csv") ->
         os.utime(path, (first_mtime + i, first_mtime + i))
         paths.append(path)
     return paths
+
+
+# --- Kafka --------------------------------------------------------------------
+
+# nexmark-flink's record layout: an event is {"event_type": 0 | 1 | 2, "person" | "auction" | "bid":
+# {...}} with the fields in camelCase and times as "yyyy-MM-dd HH:mm:ss.SSS" (UTC here), what its
+# Flink SQL tables read; the kinds' other fields are absent (null)
+EVENT_TYPES = {"person": 0, "auction": 1, "bid": 2}
+KAFKA_TIME = {"timestampFormat": "yyyy-MM-dd HH:mm:ss.SSS", "timeZone": "UTC"}
+_KAFKA_NAMES = {"date_time": "dateTime", "item_name": "itemName", "initial_bid": "initialBid",
+                "email_address": "emailAddress", "credit_card": "creditCard"}
+_KAFKA_TIMES = {"date_time", "expires"}
+
+
+def arrival_positions(config: Config) -> dict[str, np.ndarray]:
+    """For each kind, the position in the arrival order of all events (0-based) of each row of
+    ``generate(config)[kind]``: the three frames merged by these positions are the whole stream."""
+    arrival = arrival_event_numbers(config)
+    n = np.arange(config.events, dtype=np.int64) if arrival is None else arrival
+    rem = n % PROPORTION_DENOMINATOR
+    position = np.arange(config.events, dtype=np.int64)
+    auction = (rem >= PERSON_PROPORTION) & (rem < PERSON_PROPORTION + AUCTION_PROPORTION)
+    return {
+        "person": position[rem < PERSON_PROPORTION],
+        "auction": position[auction],
+        "bid": position[rem >= PERSON_PROPORTION + AUCTION_PROPORTION],
+    }
+
+
+def write_kafka(spark, config: Config, frames: dict[str, pd.DataFrame], bootstrap: str, topic: str) -> int:
+    """Writes ``frames`` (``generate(config)``) to the Kafka topic ``topic`` at ``bootstrap`` in
+    arrival order, one JSON record per event in nexmark-flink's layout (``EVENT_TYPES``; times in
+    ``KAFKA_TIME``), without a key. One task writes them all, so that a topic of one partition
+    holds the arrival order. ``spark`` is a session with Spark's Kafka connector on its class path
+    (``spark.jars``); returns the number of records."""
+    from pyspark.sql import functions as F
+
+    positions = arrival_positions(config)
+    records = None
+    for kind, event_type in EVENT_TYPES.items():
+        frame = frames[kind].assign(position=positions[kind])
+        rows = spark.createDataFrame(frame)
+        fields = [
+            (F.timestamp_millis(c) if c in _KAFKA_TIMES else F.col(c)).alias(_KAFKA_NAMES.get(c, c))
+            for c in frames[kind].columns
+        ]
+        event = F.struct(F.lit(event_type).alias("event_type"), F.struct(*fields).alias(kind))
+        rows = rows.select("position", F.to_json(event, KAFKA_TIME).alias("value"))
+        records = rows if records is None else records.unionByName(rows)
+    (records.repartition(1).sortWithinPartitions("position").select("value")
+     .write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save())
+    return config.events

@@ -3,10 +3,11 @@
 Every query is a function of a DataFrame of bids: the bid columns of generator.py (``auction,
 bidder, price, channel, url, date_time, extra``; ``date_time`` epoch milliseconds BIGINT) plus
 ``ts`` TIMESTAMP = ``timestamp_millis(date_time)`` (``with_ts``; ``read_bids`` and ``stream_bids``
-add it). Each works on a batch DataFrame and on a streaming one (append output mode, final
-emission, event time: the caller puts ``withWatermark("ts", ...)`` on the stream, which
-``stream_bids`` does), except where a docstring says otherwise. Window bounds come out as epoch
-milliseconds (BIGINT), as flink_queries.py writes them, so outputs compare directly.
+add it, and ``bids_from_kafka`` to the records generator.write_kafka writes). Each works on a batch
+DataFrame and on a streaming one (append output mode, final emission, event time: the caller puts
+``withWatermark("ts", ...)`` on the stream, which ``stream_bids`` does), except where a docstring
+says otherwise. Window bounds come out as epoch milliseconds (BIGINT), as flink_queries.py writes
+them, so outputs compare directly.
 
   query        windowagg                                         Spark built-in
   q5_counts    TimeWindows.of("10 seconds").advanceBy("2 seconds")  window(ts, "10 seconds", "2 seconds")
@@ -91,6 +92,20 @@ def stream_bids(spark, folder, watermark: str | None = "0 seconds", files_per_tr
     df = with_ts(spark.readStream.schema(BID_SCHEMA).option("header", True)
                  .option("maxFilesPerTrigger", files_per_trigger).csv(str(folder)))
     return df.withWatermark("ts", watermark) if watermark is not None else df
+
+
+def bids_from_kafka(records):
+    """The bids among the records of a Kafka source (batch or streaming; ``value`` as written by
+    generator.write_kafka), in the bid columns, with ``ts``."""
+    from pyspark.sql import functions as F
+
+    from generator import KAFKA_TIME
+
+    bid = ("auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, "
+           "dateTime TIMESTAMP, extra STRING")
+    event = F.from_json(F.col("value").cast("string"), f"event_type INT, bid STRUCT<{bid}>", KAFKA_TIME)
+    bids = records.select(event.alias("e")).where("e.event_type = 2").select("e.bid.*")
+    return with_ts(bids.withColumn("dateTime", F.unix_millis("dateTime")).withColumnRenamed("dateTime", "date_time"))
 
 
 def _bounds(col: str):
