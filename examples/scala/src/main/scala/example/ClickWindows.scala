@@ -15,6 +15,8 @@ object ClickWindows {
       .config("spark.sql.extensions", "windowagg.spark.WindowAggExtensions")
       .config("spark.sql.session.timeZone", "UTC")
       .config("spark.ui.enabled", "false")
+      // a few rows on two cores: two shuffle partitions, not Spark's 200 (in streaming, each is a state store)
+      .config("spark.sql.shuffle.partitions", "2")
       // streaming windows keep their state in RocksDB
       .config("spark.sql.streaming.stateStore.providerClass",
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
