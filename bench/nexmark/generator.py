@@ -592,4 +592,4 @@ def write_kafka(spark, config: Config, frames: dict[str, pd.DataFrame], bootstra
         records = rows if records is None else records.unionByName(rows)
     (records.repartition(1).sortWithinPartitions("position").select("value")
      .write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save())
-    return config.events
+    return sum(len(frame) for frame in frames.values())
