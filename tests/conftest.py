@@ -31,7 +31,7 @@ def examples_jar() -> str:
 # the others by their number of tests, most first: dev/test's two pytest workers take modules in this
 # order (--no-loadscope-reorder), so that they end together instead of one starting a long module last.
 SLOWEST_MODULES = ("test_streaming_exactly_once.py", "test_kafka.py", "test_cluster.py", "test_demo.py",
-                   "test_connect.py", "test_docs.py")
+                   "test_connect.py", "test_flink.py", "test_docs.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -22,9 +22,9 @@
    ``--files`` CSV files for windowagg's stream, plus a last file holding one flush bid (auction and
    bidder -1, price 0, 3 days after the last bid) whose watermark makes every real window final.
 2. Engines, per query:
-     flink      flink_queries.py with the Flink virtualenv's python, one job (one process) per query,
-                parallelism 1, hashmap state, its watermark delay (1 ms), --no-empty-job; the Flink processes
-                run one after another, in a background thread, while Spark works (--flink-first: before)
+     flink      flink_queries.py with the Flink virtualenv's python, every query in one job (--queries),
+                parallelism 1, hashmap state, its watermark delay (1 ms); the Flink process runs in a
+                background thread while Spark works (--flink-first: before)
      wa_batch   queries.py's windowagg query on the one CSV file (batch)
      wa_stream  the same query on the stream of files (maxFilesPerTrigger=1, withWatermark("ts", 0 s),
                 append mode, emit final, trigger availableNow, Parquet file sink read back in batch);
@@ -222,28 +222,33 @@ def make_input(a, work: Path) -> dict:
 # ------------------------------------------------------------------------------ Flink
 
 def run_flink(a, queries: list[str], csv: str, work: Path, results: dict) -> None:
-    """One flink_queries.py process per query, one after another; fills results[query]."""
-    for q in queries:
-        out, tj, lg = work / f"flink-{q}.csv", work / f"flink-{q}.timing.json", work / f"flink-{q}.log"
-        cmd = [a.flink_python, str(HERE / "flink_queries.py"), "--bids", csv, "--query", q, "--out", str(out),
-               "--parallelism", "1", "--state-backend", "hashmap", "--no-empty-job", "--timing-json", str(tj)]
-        t = time.time()
-        try:
-            with open(lg, "w") as f:
-                p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=REPO)
+    """Every query in one flink_queries.py process, as one Flink job; fills results[query]."""
+    out_dir, tj, lg = work / "flink-out", work / "flink.timing.json", work / "flink.log"
+    cmd = [a.flink_python, str(HERE / "flink_queries.py"), "--bids", csv, "--queries", ",".join(queries),
+           "--out-dir", str(out_dir), "--parallelism", "1", "--state-backend", "hashmap", "--timing-json", str(tj)]
+    t = time.time()
+    try:
+        with open(lg, "w") as f:
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=REPO)
+        timing = json.loads(tj.read_text()) if tj.exists() else None
+        for q in queries:
+            out = out_dir / f"flink-{q}.csv"
             ok = p.returncode == 0 and out.exists()
             results[q] = {"ok": ok, "out": str(out), "wall_s": round(time.time() - t, 1), "log": str(lg),
                           "returncode": p.returncode}
-            if tj.exists():
-                results[q]["timing"] = json.loads(tj.read_text())
+            if timing:
+                results[q]["timing"] = timing
             if not ok:
                 results[q]["error"] = _tail(lg)
-        except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:
+        for q in queries:
             results[q] = {"ok": False, "wall_s": round(time.time() - t, 1), "log": str(lg),
                           "error": f"timeout after {a.flink_timeout} s"}
-        except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
+        for q in queries:
             results[q] = {"ok": False, "wall_s": round(time.time() - t, 1), "error": repr(e)}
-        log(f"flink {q}: {'ok' if results[q]['ok'] else 'FAILED'} in {results[q]['wall_s']} s")
+    log(f"flink {','.join(queries)}: {'ok' if all(results[q]['ok'] for q in queries) else 'FAILED'} "
+        f"in {time.time() - t:.1f} s")
 
 
 def first_line(e: BaseException) -> str:
@@ -421,7 +426,7 @@ def parse_args(argv=None):
     p.add_argument("--flink-python", default=str(REPO / ".venv-flink" / "bin" / "python"))
     p.add_argument("--flink-first", action="store_true",
                    help="run the Flink jobs before Spark starts instead of alongside it")
-    p.add_argument("--flink-timeout", type=float, default=600.0, help="seconds per Flink job")
+    p.add_argument("--flink-timeout", type=float, default=600.0, help="seconds for the Flink job")
     p.add_argument("--stream-timeout", type=float, default=600.0, help="seconds per streaming query")
     p.add_argument("--no-spark", dest="spark_builtins", action="store_false", help="skip Spark's built-ins")
     p.add_argument("--no-streaming", dest="streaming", action="store_false", help="skip windowagg streaming")
@@ -604,7 +609,8 @@ def main(argv=None) -> int:
                         print(f"     {k}: " + line.replace("reference", "expected").replace("this engine", k))
         fr = flink_results.get(q, {})
         if fr.get("timing"):
-            qs["flink_timing"] = {k: fr["timing"].get(k) for k in ("wall_s", "startup_s", "total_process_s", "rows")}
+            qs["flink_timing"] = {k: fr["timing"].get(k) for k in ("wall_s", "startup_s", "total_process_s")}
+            qs["flink_timing"]["rows"] = fr["timing"].get("rows", {}).get(q)
         summary["queries"][q] = qs
 
     summary["failures"] = failures
