@@ -8,42 +8,52 @@ edge keys' rows equal the rows worked out by hand. Flink's virtualenv is set up 
 (bench/nexmark/setup-flink).
 """
 
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT, child_env
+from conftest import ROOT
 
 import windowagg
 
+sys.path.insert(0, os.path.join(ROOT, "bench", "nexmark"))
+import differential as differential_run  # noqa: E402 (bench/nexmark, put on the path just above)
+
 FLINK_PYTHON = os.path.join(ROOT, ".venv-flink", "bin", "python")
-DIFFERENTIAL = os.path.join(ROOT, "bench", "nexmark", "differential.py")
 QUERIES = ("q5_counts", "q5", "q7", "q11", "cumulative")
 # the queries Spark has a built-in for (cumulative has none)
 SPARK_BUILT_IN = {"q5_counts", "q5", "q7", "q11"}
 
 
 @pytest.fixture(scope="module")
-def differential(tmp_path_factory):
+def differential(spark, tmp_path_factory):
+    """The differential's summary and printout; its Spark side runs in a session of the tests' own Spark,
+    its Flink job beside it in a child process."""
     if not os.path.exists(FLINK_PYTHON):
         pytest.fail(f"Flink's virtualenv is missing ({FLINK_PYTHON}): bench/nexmark/setup-flink installs it, "
                     "as dev/test does")
     work = tmp_path_factory.mktemp("nexmark-differential") / "work"
     summary = work.parent / "summary.json"
+    session = spark.newSession()
+    for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true",
+                       "spark.sql.adaptive.coalescePartitions.enabled": "false",
+                       "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}.items():
+        session.conf.set(key, value)
     # 2,000 events at 50 per second of event time: 40 s of bids, ending 100 ms after a UTC midnight (the
     # cumulative query's day changes), streamed in three micro-batches (two files and the flush)
-    command = [sys.executable, DIFFERENTIAL, "--events", "2000", "--rate", "50", "--after-midnight-ms", "100",
-               "--files", "2", "--queries", ",".join(QUERIES), "--jar", windowagg.jar_path(),
-               "--flink-python", FLINK_PYTHON, "--work", str(work), "--summary", str(summary),
-               "--flink-timeout", "300", "--stream-timeout", "300"]
-    done = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
+    args = ["--events", "2000", "--rate", "50", "--after-midnight-ms", "100", "--files", "2",
+            "--queries", ",".join(QUERIES), "--jar", windowagg.jar_path(), "--flink-python", FLINK_PYTHON,
+            "--work", str(work), "--summary", str(summary), "--flink-timeout", "300", "--stream-timeout", "300"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = differential_run.main(args, spark=session)
     if not summary.exists():
-        pytest.fail(f"the differential wrote no summary (exit {done.returncode}):\n{done.stdout[-3000:]}"
-                    f"\n{done.stderr[-3000:]}")
-    return {"summary": json.loads(summary.read_text()), "output": done.stdout, "returncode": done.returncode}
+        pytest.fail(f"the differential wrote no summary (exit {code}):\n{printed.getvalue()[-4000:]}")
+    return {"summary": json.loads(summary.read_text()), "output": printed.getvalue(), "returncode": code}
 
 
 def test_every_engine_ran_and_nothing_differs(differential):
