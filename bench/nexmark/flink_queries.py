@@ -11,7 +11,8 @@ Run with the Flink venv's python (see ./setup-flink):
 
 The second form runs several queries as ONE job (a statement set: one mini-cluster, started once)
 and writes DIR/flink-<query>.csv for each: what the differential (differential.py) uses, where the
-outputs matter and the timings do not.
+outputs matter and the timings do not (its --timing-json has startup_s, the one job's wall_s and
+cpu_s, rows per query and total_process_s).
 
 Input: CSV file(s) with one header line and the columns
     auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
