@@ -93,11 +93,12 @@ def tail(path, chars=3000):
 
 
 def alive_workers(ui_port):
-    """The number of workers the master lists as alive in its JSON UI, or None before it answers."""
+    """The number of workers the master lists as alive in its JSON UI, or None before it answers with
+    JSON (a master just started on a busy machine answered /json/ once with its HTML page)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as response:
             return json.load(response)["aliveworkers"]
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
