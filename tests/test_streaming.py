@@ -8,6 +8,7 @@ for the watermark the last file moved, which emits the windows that watermark ma
 import collections
 import random
 
+import pyspark
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
@@ -457,6 +458,40 @@ def test_streaming_needs_the_rocksdb_state_store(spark, stream):
         assert "RocksDB" in str(info.value)
     finally:
         spark.conf.set(PROVIDER_CONF, ROCKSDB)
+
+
+@pytest.mark.skipif(not pyspark.__version__.startswith(("4.1.", "4.2.")),
+                    reason="Spark 4.3 runs windowagg in real-time mode: test_kafka.py's real-time tests")
+def test_real_time_mode_before_spark_4_3_stops_with_windowaggs_message(streaming, tmp_path):
+    """Spark 4.1 and 4.2 run only stateless queries in real-time mode: a windowagg query there stops as
+    its first batch is planned, naming the requirement, not with Spark's allowlist of operators. The
+    source is Spark's in-memory real-time stream (in Spark's own jar since 4.1), written to the
+    console, a sink real-time mode takes; Python's trigger(realTime=...) comes with 4.3, so the
+    trigger is built in the JVM."""
+    from pyspark.errors import StreamingQueryException
+    from pyspark.sql import DataFrame
+
+    jvm = streaming._jvm
+    encoders = jvm.org.apache.spark.sql.Encoders
+    source = jvm.org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream.apply(
+        streaming._jsparkSession, 1, encoders.tuple(encoders.STRING(), encoders.TIMESTAMP()))
+    clicks = DataFrame(source.toDF(), streaming).toDF("k", "ts")
+    definition = SlidingWindows.of("10 seconds").grace("1 second")
+    counts = clicks.groupBy("k", window("ts", definition, emit="updates")).count()
+    writer = counts.writeStream.format("console").outputMode("update")
+    writer = writer.option("checkpointLocation", str(tmp_path / "ck"))
+    real_time = jvm.org.apache.spark.sql.execution.streaming.RealTimeTrigger.apply("5 seconds")
+    writer._jwrite = writer._jwrite.trigger(real_time)
+    query = writer.start()
+    try:
+        with pytest.raises(StreamingQueryException) as info:
+            query.awaitTermination(QUERY_TIMEOUT)
+    finally:
+        query.stop()
+    message = str(info.value)
+    assert "real-time mode" in message and "from Spark 4.3 on" in message, message
+    assert f"this is Spark {pyspark.__version__}" in message, message
+    assert "ALLOWLIST" not in message, message
 
 
 @pytest.mark.parametrize(

@@ -389,6 +389,14 @@ def run_statement_set(env, args, src_table, work):
     return {q: read_parts(p) for q, p in parts.items()}, wall, cpu
 
 
+def report_timing(args, timing):
+    """The timings to --timing-json if given, and as a line of JSON on stderr."""
+    if args.timing_json:
+        with open(args.timing_json, "w") as f:
+            json.dump(timing, f, indent=1)
+    print(json.dumps(timing), file=sys.stderr)
+
+
 def run_several(args, timing):
     """The --queries form: one job, DIR/flink-<query>.csv per query."""
     os.makedirs(args.out_dir, exist_ok=True)
@@ -403,10 +411,7 @@ def run_several(args, timing):
                       rows={q: write_csv(os.path.join(args.out_dir, f"flink-{q}.csv"), COLUMNS[q], rows)
                             for q, rows in results.items()},
                       total_process_s=round(time.time() - T_PROCESS_START, 3))
-        if args.timing_json:
-            with open(args.timing_json, "w") as f:
-                json.dump(timing, f, indent=1)
-        print(json.dumps(timing), file=sys.stderr)
+        report_timing(args, timing)
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -506,9 +511,7 @@ def main(argv=None):
                 print(f"nexmark_flink: {args.query}: not supported by Flink: {first.strip()}",
                       file=sys.stderr)
                 timing.update(supported=False, error=first.strip()[:500])
-                if args.timing_json:
-                    with open(args.timing_json, "w") as f:
-                        json.dump(timing, f, indent=1)
+                report_timing(args, timing)
                 return EXIT_UNSUPPORTED
             raise
         t_w = time.time()
@@ -523,10 +526,7 @@ def main(argv=None):
                       jvm=[c for _, c in jvm_pids()])
         if args.query == "q5_sliding_not_supported":
             timing["supported"] = True
-        if args.timing_json:
-            with open(args.timing_json, "w") as f:
-                json.dump(timing, f, indent=1)
-        print(json.dumps(timing), file=sys.stderr)
+        report_timing(args, timing)
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
