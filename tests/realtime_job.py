@@ -1,10 +1,12 @@
 """windowagg's streaming windows in Spark's real-time mode (trigger(realTime=...), Spark 4.3), run as a
 child process by test_kafka.py (its session needs the Kafka connector's jars).
 
-    python tests/realtime_job.py BOOTSTRAP_SERVERS WORK_DIR OUT.json CONNECTOR_JARS
+    python tests/realtime_job.py BOOTSTRAP_SERVERS WORK_DIR OUT.json JARS
+
+JARS: Spark's Kafka connector's jars and the examples jar (its user-defined kind), comma separated.
 
 Produces the first half of `events()` to the topic "rt-clicks", runs one real-time query per
-definition of `definitions()` (all at once) until each has read every record and two more of its
+definition of `definitions(spark)` (all at once) until each has read every record and two more of its
 batches have ended (final windows come out when the batch after the one that moved the watermark
 ends), and stops them; produces the second half (its late clicks among them) and restarts each query
 from its checkpoint. Then runs the same queries in micro-batches (availableNow, the first half in
@@ -32,15 +34,29 @@ TIME_FORMAT = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 BATCH = "1 second"
 
 
-def definitions():
-    """name -> (window definition, options): every emission real-time mode runs, sessions' retractions
-    and processing time among them."""
-    from windowagg import SessionWindows, SlidingWindows, TimeWindows
+def definitions(spark):
+    """name -> (window definition, options): every kind of window with every emission real-time mode
+    runs, sessions' retractions and processing time among them (``PythonWindows`` does not run in
+    this mode: docs/streaming.md)."""
+    from windowagg import (CalendarWindows, CumulativeWindows, CustomWindows, SessionWindows, SlidingWindows,
+                           TableWindows, TimeWindows, UnlimitedWindows)
 
+    # windows of several sizes, overlapping, over the clicks' hour (the flush click is in none)
+    periods = spark.createDataFrame(
+        [(ss.BASE_MICROS + start * MINUTE, ss.BASE_MICROS + end * MINUTE) for start, end in [(0, 25), (10, 50), (45, 65)]],
+        "start BIGINT, end BIGINT",
+    ).selectExpr("timestamp_micros(start) AS start", "timestamp_micros(end) AS end")
+    updates = {"emit": "updates"}
     return {
-        "sliding": (SlidingWindows.of("5 minutes").grace(GRACE), {"emit": "updates"}),
-        "tumbling": (TimeWindows.of("10 minutes").grace(GRACE), {"emit": "updates"}),
-        "session": (SessionWindows.withInactivityGap("2 minutes").grace(GRACE), {"emit": "updates"}),
+        "sliding": (SlidingWindows.of("5 minutes").grace(GRACE), updates),
+        "tumbling": (TimeWindows.of("10 minutes").grace(GRACE), updates),
+        "hopping": (TimeWindows.of("10 minutes").advanceBy("4 minutes").grace(GRACE), updates),
+        "cumulative": (CumulativeWindows.of("5 minutes", "20 minutes").grace(GRACE), updates),
+        "calendar": (CalendarWindows.days(1).inZone("America/New_York").grace(GRACE), updates),
+        "unlimited": (UnlimitedWindows.of().grace(GRACE), updates),
+        "table": (TableWindows.of(periods).grace(GRACE), updates),
+        "custom": (CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2).grace(GRACE), updates),
+        "session": (SessionWindows.withInactivityGap("2 minutes").grace(GRACE), updates),
         "final": (TimeWindows.of("10 minutes").grace(GRACE), {"emit": "final", "late_rows": "emit"}),
         "processing": (TimeWindows.of("2 seconds"), {"emit": "updates", "time": "processing"}),
     }
@@ -66,14 +82,14 @@ def events(seed=27):
     return first, second
 
 
-def start(spark, bootstrap, name, topic, checkpoint, trigger, max_offsets=None):
-    """One definition's query from INPUT_TOPIC to ``topic``: each output row as JSON, in update mode
-    (real-time mode takes no other)."""
+def start(spark, bootstrap, name, kind, topic, checkpoint, trigger, max_offsets=None):
+    """The query of ``kind`` (a definition and its options) from INPUT_TOPIC to ``topic``: each output
+    row as JSON, in update mode (real-time mode takes no other)."""
     from pyspark.sql import functions as F
 
     from windowagg import window
 
-    definition, options = definitions()[name]
+    definition, options = kind
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -159,12 +175,11 @@ def last_updates(spark, bootstrap, topic):
 def main(bootstrap, work_dir, path, jars):
     import windowagg
 
-    names = list(definitions())
     spark = windowagg.session(
         app_name="windowagg-real-time-test",
         # real-time mode runs every stage of a query at once: per query a task for the topic's one
-        # partition and one per shuffle partition, for the five queries at once
-        master="local[16]",
+        # partition and one per shuffle partition, for the eleven queries at once
+        master="local[36]",
         config={
             "spark.jars": jars,
             "spark.sql.shuffle.partitions": "2",
@@ -172,17 +187,26 @@ def main(bootstrap, work_dir, path, jars):
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.streaming.realTimeMode.minBatchDuration": "1000",
+            # the quick compiler's code cache (48 MB) filled on a busy machine with these 21 queries'
+            # generated code, and the JVM went on interpreting everything
+            "spark.driver.extraJavaOptions": "-XX:ReservedCodeCacheSize=160m",
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
     first, second = events()
     real_time = {"realTime": BATCH}
     try:
+        # once: a table's windows are a temporary view, which a restarted query must find again
+        kinds = definitions(spark)
+        names = list(kinds)
         produce(spark, bootstrap, first, INPUT_TOPIC)
-        until_read({n: start(spark, bootstrap, n, f"rt-{n}", f"{work_dir}/rt-{n}", real_time) for n in names}, len(first))
+        until_read({n: start(spark, bootstrap, n, kinds[n], f"rt-{n}", f"{work_dir}/rt-{n}", real_time) for n in names},
+                   len(first))
         produce(spark, bootstrap, second, INPUT_TOPIC)
-        until_read({n: start(spark, bootstrap, n, f"rt-{n}", f"{work_dir}/rt-{n}", real_time) for n in names}, len(second))
-        micro = {n: start(spark, bootstrap, n, f"mb-{n}", f"{work_dir}/mb-{n}", {"availableNow": True}, len(first))
+        until_read({n: start(spark, bootstrap, n, kinds[n], f"rt-{n}", f"{work_dir}/rt-{n}", real_time) for n in names},
+                   len(second))
+        micro = {n: start(spark, bootstrap, n, kinds[n], f"mb-{n}", f"{work_dir}/mb-{n}", {"availableNow": True},
+                          len(first))
                  for n in names if n != "processing"}
         for name, query in micro.items():
             if not query.awaitTermination(300) or query.exception() is not None:

@@ -22,8 +22,9 @@ import sys
 
 import pytest
 
-from conftest import child_env
+from conftest import child_env, examples_jar
 import kafka_job
+import realtime_job
 import streaming_support as ss
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,14 +46,15 @@ def broker(tmp_path_factory):
         yield running
 
 
-def run_job(script, broker, work):
-    """Runs a child job (kafka_job.py, realtime_job.py) against the broker; what it read back."""
+def run_job(script, broker, work, jars=()):
+    """Runs a child job (kafka_job.py, realtime_job.py) against the broker, with Spark's Kafka
+    connector and ``jars``; what it read back."""
     out = work / "read-back.json"
     env = child_env(PYTHONPATH=os.pathsep.join(p for p in [HERE, os.environ.get("PYTHONPATH", "")] if p))
     done = subprocess.run(
         [
             sys.executable, os.path.join(HERE, script),
-            broker.bootstrap, str(work), str(out), ",".join(kafka_broker.connector_jars()),
+            broker.bootstrap, str(work), str(out), ",".join([*kafka_broker.connector_jars(), *jars]),
         ],
         capture_output=True, text=True, timeout=600, env=env,
     )
@@ -189,24 +191,30 @@ def test_the_demo_streams_clicks_through_kafka(broker, tmp_path):
 def real_time(broker, tmp_path_factory):
     """What realtime_job.py read back: its real-time queries' output (run, stopped, restarted from
     their checkpoints) and the same queries' in micro-batches."""
-    return run_job("realtime_job.py", broker, tmp_path_factory.mktemp("real-time-job"))
+    return run_job("realtime_job.py", broker, tmp_path_factory.mktemp("real-time-job"), [examples_jar()])
 
 
-@pytest.mark.parametrize("name", ["sliding", "tumbling", "session", "final"])
+@pytest.mark.parametrize(
+    "name", ["sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited", "table", "custom", "session", "final"]
+)
 def test_real_time_updates_restarted_from_a_checkpoint_equal_the_micro_batch_result(real_time, name):
-    """Each window's last update in real-time mode (a row at a time; stopped after the first half of
-    the clicks and restarted from its checkpoint for the second) equals the micro-batch query's, a
-    merged session retracted in both; so do the final windows and the late rows."""
+    """For every kind, each window's last update in real-time mode (a row at a time; stopped after
+    the first half of the clicks and restarted from its checkpoint for the second) equals the
+    micro-batch query's, a merged session retracted in both; so do the final windows and the late
+    rows."""
     got, expected = real_time["real_time"][name], real_time["micro_batch"][name]
-    assert len(expected["windows"]) > 20
+    # not an empty comparison: every user has windows, many of them where windows are minutes long
+    assert {json.loads(key)[0] for key in expected["windows"]} >= {f"user{i}" for i in range(realtime_job.USERS)}
+    assert len(expected["windows"]) > 20 or name in ("calendar", "unlimited", "table", "custom")
     assert got["windows"] == expected["windows"]
     assert got["late"] == expected["late"]
     if name == "final":
         assert got["updates"] == len(got["windows"]), "each final window comes out once"
         assert sorted(json.loads(r)["id"] for r in got["late"]) == sorted(real_time["late_ids"])
     else:
-        # a row at a time: every click updates a window of its own
-        assert got["updates"] >= real_time["rows"] - len(real_time["late_ids"])
+        # a row at a time: every click updates a window of its own (but the late clicks, and the
+        # flush click, a day ahead, in no table window)
+        assert got["updates"] >= real_time["rows"] - len(real_time["late_ids"]) - 1
 
 
 def test_real_time_processing_time_windows_count_every_click_once(real_time):

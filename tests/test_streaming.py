@@ -14,7 +14,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
 import streaming_support as ss
-from windowagg import SlidingWindows, window
+from windowagg import PythonWindows, SlidingWindows, window
 
 SIZE = "30 seconds"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -460,14 +460,11 @@ def test_streaming_needs_the_rocksdb_state_store(spark, stream):
         spark.conf.set(PROVIDER_CONF, ROCKSDB)
 
 
-@pytest.mark.skipif(not pyspark.__version__.startswith(("4.1.", "4.2.")),
-                    reason="Spark 4.3 runs windowagg in real-time mode: test_kafka.py's real-time tests")
-def test_real_time_mode_before_spark_4_3_stops_with_windowaggs_message(streaming, tmp_path):
-    """Spark 4.1 and 4.2 run only stateless queries in real-time mode: a windowagg query there stops as
-    its first batch is planned, naming the requirement, not with Spark's allowlist of operators. The
-    source is Spark's in-memory real-time stream (in Spark's own jar since 4.1), written to the
-    console, a sink real-time mode takes; Python's trigger(realTime=...) comes with 4.3, so the
-    trigger is built in the JVM."""
+def real_time_failure(streaming, tmp_path, definition):
+    """The message a query of counts per key in ``definition``'s windows (emit="updates") in
+    real-time mode stops with. The source is Spark's in-memory real-time stream (in Spark's own jar
+    since 4.1), written to the console, a sink real-time mode takes; Python's
+    trigger(realTime=...) comes with 4.3, so the trigger is built in the JVM."""
     from pyspark.errors import StreamingQueryException
     from pyspark.sql import DataFrame
 
@@ -476,7 +473,6 @@ def test_real_time_mode_before_spark_4_3_stops_with_windowaggs_message(streaming
     source = jvm.org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream.apply(
         streaming._jsparkSession, 1, encoders.tuple(encoders.STRING(), encoders.TIMESTAMP()))
     clicks = DataFrame(source.toDF(), streaming).toDF("k", "ts")
-    definition = SlidingWindows.of("10 seconds").grace("1 second")
     counts = clicks.groupBy("k", window("ts", definition, emit="updates")).count()
     writer = counts.writeStream.format("console").outputMode("update")
     writer = writer.option("checkpointLocation", str(tmp_path / "ck"))
@@ -488,9 +484,35 @@ def test_real_time_mode_before_spark_4_3_stops_with_windowaggs_message(streaming
             query.awaitTermination(QUERY_TIMEOUT)
     finally:
         query.stop()
-    message = str(info.value)
+    return str(info.value)
+
+
+@pytest.mark.skipif(not pyspark.__version__.startswith(("4.1.", "4.2.")),
+                    reason="Spark 4.3 runs windowagg in real-time mode: test_kafka.py's real-time tests")
+def test_real_time_mode_before_spark_4_3_stops_with_windowaggs_message(streaming, tmp_path):
+    """Spark 4.1 and 4.2 run only stateless queries in real-time mode: a windowagg query there stops as
+    its first batch is planned, naming the requirement, not with Spark's allowlist of operators."""
+    message = real_time_failure(streaming, tmp_path, SlidingWindows.of("10 seconds").grace("1 second"))
     assert "real-time mode" in message and "from Spark 4.3 on" in message, message
     assert f"this is Spark {pyspark.__version__}" in message, message
+    assert "ALLOWLIST" not in message, message
+
+
+@pytest.mark.skipif(pyspark.__version__.startswith(("4.1.", "4.2.")),
+                    reason="real-time mode runs no windowagg query before Spark 4.3 (the test above)")
+def test_python_windows_in_real_time_mode_stop_with_windowaggs_message(streaming, tmp_path):
+    """Real-time mode runs no Python function: PythonWindows there stops as the first batch is
+    planned, saying what lists windows in that mode, not with Spark's allowlist naming its Python
+    operator."""
+    import pandas as pd
+
+    def minutes(times):
+        start = times.dt.floor("1min")
+        return pd.DataFrame({"start": start, "end": start + pd.Timedelta("1min")})
+
+    definition = PythonWindows.of(minutes, "1 minute", overlapping=False).grace("1 second")
+    message = real_time_failure(streaming, tmp_path, definition)
+    assert "real-time mode runs no Python function" in message and "TableWindows" in message, message
     assert "ALLOWLIST" not in message, message
 
 

@@ -88,6 +88,16 @@ object CombineBeforeShuffle {
     }
 
   /**
+   * Real-time mode runs no Python function (Spark's allowlist has none of its operators), and would
+   * stop the query naming Spark's operator; a PythonWindows user reads what to do instead.
+   */
+  private def pythonInRealTimeMode: WindowAggException = WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
+    "real-time mode runs no Python function, and this query evaluates one before windowagg's streaming windows " +
+      "(PythonWindows runs its function so, as does a Python UDF on the input): in real-time mode list the windows " +
+      "with TableWindows or a user-defined JVM kind (CustomWindows) and compute the input in the JVM, or use a " +
+      "micro-batch trigger")
+
+  /**
    * The physical plan of `node` over its planned child: rows packed whole; Spark's partial
    * aggregation per (key, partial time) after [[StreamingIntakeExec]] sends the uncertain rows
    * whole; or the sessions' runs ([[SessionRunsExec]]). In real-time mode rows always cross whole.
@@ -95,7 +105,9 @@ object CombineBeforeShuffle {
   def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan = {
     val spec = node.spec
     val values = child.output.take(spec.valueAttributes.length)
-    val combine = if (inRealTimeMode(node)) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
+    val realTime = inRealTimeMode(node)
+    if (realTime && SparkInternals.evaluatesPython(node.child)) throw pythonInRealTimeMode
+    val combine = if (realTime) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
     combine match {
       case _: Combine.Rows =>
         ProjectExec(node.keys ++ Seq(

@@ -6,7 +6,7 @@ import org.apache.spark.SparkContext
 import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.plans.logical.{BaseEvalPython, LogicalPlan}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDF}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
@@ -43,6 +43,9 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
   def isPythonAggregate(udf: PythonUDF): Boolean =
     udf.evalType == PythonEvalType.SQL_GROUPED_AGG_PANDAS_UDF ||
       udf.evalType == PythonEvalType.SQL_GROUPED_AGG_ARROW_UDF
+
+  /** Whether `plan`, optimized, runs a Python function (a Python or pandas/Arrow UDF, in Spark's Python workers). */
+  def evaluatesPython(plan: LogicalPlan): Boolean = plan.exists(_.isInstanceOf[BaseEvalPython])
 
   /** Every operator of `plan` matching `pick`, looking into adaptive query stages and subqueries. */
   def collectOperators[T](plan: SparkPlan)(pick: PartialFunction[SparkPlan, T]): Seq[T] =
