@@ -10,7 +10,8 @@ import random
 
 import pyspark
 import pytest
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import streaming_support as ss
@@ -465,9 +466,6 @@ def real_time_failure(streaming, tmp_path, definition):
     real-time mode stops with. The source is Spark's in-memory real-time stream (in Spark's own jar
     since 4.1), written to the console, a sink real-time mode takes; Python's
     trigger(realTime=...) comes with 4.3, so the trigger is built in the JVM."""
-    from pyspark.errors import StreamingQueryException
-    from pyspark.sql import DataFrame
-
     jvm = streaming._jvm
     encoders = jvm.org.apache.spark.sql.Encoders
     source = jvm.org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream.apply(
