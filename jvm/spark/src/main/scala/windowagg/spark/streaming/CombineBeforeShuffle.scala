@@ -70,11 +70,14 @@ object CombineBeforeShuffle {
   /**
    * Whether the micro-batch reads its stream in real-time mode (Spark's real-time trigger). That
    * mode runs only the operators on Spark's allowlist (no partial aggregation, nor windowagg's own
-   * combining before the shuffle).
+   * combining before the shuffle); a query it cannot run stops here with windowagg's message.
    */
   private def inRealTimeMode(node: CombineBeforeShuffle): Boolean = {
     val realTime = SparkInternals.readsInRealTime(node.child)
-    if (realTime) checkRealTimeMode(SPARK_VERSION)
+    if (realTime) {
+      checkRealTimeMode(SPARK_VERSION)
+      if (SparkInternals.evaluatesPython(node.child)) throw pythonInRealTimeMode
+    }
     realTime
   }
 
@@ -105,9 +108,7 @@ object CombineBeforeShuffle {
   def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan = {
     val spec = node.spec
     val values = child.output.take(spec.valueAttributes.length)
-    val realTime = inRealTimeMode(node)
-    if (realTime && SparkInternals.evaluatesPython(node.child)) throw pythonInRealTimeMode
-    val combine = if (realTime) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
+    val combine = if (inRealTimeMode(node)) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
     combine match {
       case _: Combine.Rows =>
         ProjectExec(node.keys ++ Seq(
