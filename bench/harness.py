@@ -6,8 +6,10 @@
               streaming), start (session + the results' header: git, args, config, machine), stop
   metadata    machine_info, git_rev, jar_info, loadavg, conf_value, segment_tree_conf, plan_of
   CPU         CpuMeter: CPU of this benchmark's processes and of all others, from /proc;
-              wait_quiet: wait for a quiet machine; FlightRecording + execution_samples: a JFR
-              profile of the driver JVM around a run, read back as (thread, frames) samples
+              wait_quiet: wait for a quiet machine; CpuProfile + profile_samples: async-profiler in
+              the driver JVM around a run (every thread's CPU, native frames included), read back as
+              (thread, frames, count); FlightRecording + execution_samples: the same with JFR (Java
+              frames only)
   batch       Runner (one query to the noop sink, cancelled at a timeout), measure (warm-up + reps +
               median, contended runs marked and optionally retried), cache_input
   streaming   write_batches / link_subset (Parquet files read one per micro-batch), file_stream,
@@ -531,14 +533,107 @@ class FlightRecording:
         if not self.jcmd.exists() or not self.jfr.exists():
             raise FileNotFoundError(f"no jcmd/jfr in {bin_dir}")
 
-    def __enter__(self) -> "FlightRecording":
+    def start(self) -> None:
         self.path.unlink(missing_ok=True)
         subprocess.run([str(self.jcmd), str(self.pid), "JFR.start", "name=windowagg-bench", "settings=profile",
                         f"filename={self.path}"], check=True, capture_output=True)
+
+    def stop(self) -> None:
+        subprocess.run([str(self.jcmd), str(self.pid), "JFR.stop", "name=windowagg-bench"], capture_output=True)
+
+    def __enter__(self) -> "FlightRecording":
+        self.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        subprocess.run([str(self.jcmd), str(self.pid), "JFR.stop", "name=windowagg-bench"], capture_output=True)
+        self.stop()
+
+
+# Maven coordinates of async-profiler: its jar carries the native agent of each platform
+ASYNC_PROFILER = "tools.profiler:async-profiler:3.0"
+
+
+def async_profiler_agent() -> Path | None:
+    """async-profiler's agent for this machine (Linux on x86-64 or arm64), fetched once with mvn into
+    target/async-profiler/<version>/; None where it cannot be had (another platform, no mvn, no network)."""
+    arch = {"x86_64": "linux-x64", "aarch64": "linux-arm64"}.get(platform.machine())
+    if platform.system() != "Linux" or arch is None:
+        return None
+    version = ASYNC_PROFILER.rsplit(":", 1)[1]
+    home = REPO / "target" / "async-profiler" / version
+    agent = home / arch / "libasyncProfiler.so"
+    if agent.exists():
+        return agent
+    jar = home / f"async-profiler-{version}.jar"
+    if not jar.exists():
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            return None
+        try:
+            subprocess.run([mvn, "-q", "dependency:copy", f"-Dartifact={ASYNC_PROFILER}", f"-DoutputDirectory={home}"],
+                           capture_output=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            return None
+        if not jar.exists():
+            return None
+    import zipfile
+    with zipfile.ZipFile(jar) as z:
+        z.extract(f"{arch}/libasyncProfiler.so", home)
+    return agent if agent.exists() else None
+
+
+class CpuProfile:
+    """async-profiler in the JVM `pid` of `spark`'s driver between start() and stop() (or while a `with`
+    block runs): samples of the process's CPU time (`itimer`, which needs no kernel perf events), each
+    of the thread then running, native frames included (RocksDB, the JIT compilers, the garbage
+    collector), unlike JFR's; written to `path` as collapsed stacks, read by `profile_samples(rec)`.
+    Raises FileNotFoundError when the agent or jcmd cannot be had."""
+
+    def __init__(self, spark, pid: int, path: Path, interval: str = "1ms", event: str = "itimer"):
+        self.jcmd = Path(spark.sparkContext._jvm.System.getProperty("java.home")) / "bin" / "jcmd"
+        self.agent = async_profiler_agent()
+        if self.agent is None or not self.jcmd.exists():
+            raise FileNotFoundError(f"no async-profiler agent ({ASYNC_PROFILER}) or no jcmd at {self.jcmd}")
+        self.pid, self.path, self.interval, self.event = pid, path, interval, event
+        self.started = False
+
+    def _send(self, command: str) -> None:
+        # each load of the agent runs its command in the JVM (as async-profiler's own launcher does); quoted,
+        # or jcmd reads the command's first '=' as a name=value argument of its own
+        r = subprocess.run([str(self.jcmd), str(self.pid), "JVMTI.agent_load", str(self.agent), f'"{command}"'],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or "return code: 0" not in r.stdout:
+            raise RuntimeError(f"async-profiler {command.split(',')[0]}: {(r.stdout + r.stderr).strip()[:300]}")
+
+    def start(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self._send(f"start,event={self.event},interval={self.interval},threads")
+        self.started = True
+
+    def stop(self) -> None:
+        if self.started:
+            self.started = False
+            self._send(f"stop,file={self.path},collapsed")
+
+    def __enter__(self) -> "CpuProfile":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def profile_samples(rec: CpuProfile):
+    """The profile's stacks as (thread name, frames from the top, samples): a Java frame as
+    "package.Class.method" (as JFR's), a native one as its symbol or library."""
+    with open(rec.path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if not stack or not n.isdigit():
+                continue
+            frames = stack.split(";")
+            thread = frames[0][1:-1].rsplit(" tid=", 1)[0] if frames[0].startswith("[") else ""
+            yield thread, [fr if fr.startswith("/") else fr.replace("/", ".") for fr in reversed(frames[1:])], int(n)
 
 
 def execution_samples(rec: FlightRecording):
@@ -833,14 +928,25 @@ def run_stream(spark, df, name: str, checkpoint: Path, expected_batches: int, ti
     return run_stream_with_progress(spark, df, name, checkpoint, expected_batches, timeout, meter)[0]
 
 
+def jit_compile_s(spark) -> float:
+    """Seconds the driver JVM's just-in-time compilers have spent compiling since it started (its
+    threads' time, about their CPU: they run beside the query's tasks and count in its CPU)."""
+    jvm = spark.sparkContext._jvm
+    return jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime() / 1000.0
+
+
 def run_stream_with_progress(spark, df, name: str, checkpoint: Path, expected_batches: int, timeout: float,
-                             meter: CpuMeter) -> tuple[dict, list]:
-    """run_stream, and the query's progress (a dict per micro-batch, observed metrics included). The wait
+                             meter: CpuMeter, on_start: Callable[[], None] | None = None) -> tuple[dict, list]:
+    """run_stream, and the query's progress (a dict per micro-batch, observed metrics included); `on_start`
+    is called just before the query starts, after the garbage collection that precedes it. The wait
     reads only each new micro-batch's input rows through Py4J every 0.2 s (the whole progress as JSON at
     every look would cost a good part of a core after ~90 micro-batches, inside the CPU measured); the whole
     progress is read once, after the query stopped and the CPU was sampled."""
     shutil.rmtree(checkpoint, ignore_errors=True)
     spark.sparkContext._jvm.System.gc()
+    jit0 = jit_compile_s(spark)
+    if on_start is not None:
+        on_start()
     s0 = meter.sample()
     t0 = time.perf_counter()
     q = (df.writeStream.queryName(f"bench_{name}_{int(time.time() * 1000)}")
@@ -876,6 +982,7 @@ def run_stream_with_progress(spark, df, name: str, checkpoint: Path, expected_ba
     finally:
         q.stop()
     c = CpuMeter.between(s0, meter.sample(), time.perf_counter() - t0)
+    jit = jit_compile_s(spark) - jit0
     progress = q.recentProgress  # after the CPU sample: reading it is not the query's work
     batches = []
     for p in progress:
@@ -906,7 +1013,7 @@ def run_stream_with_progress(spark, df, name: str, checkpoint: Path, expected_ba
         "processing_s": proc_ms / 1000.0,
         "events_per_s": events / (proc_ms / 1000.0) if proc_ms else None,
         "output_rows": sum(max(b["output_rows"], 0) for b in batches),
-        "batches": batches, **c,
+        "jit_s": jit, "batches": batches, **c,
     }, progress
 
 

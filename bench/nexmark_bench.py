@@ -37,17 +37,22 @@ Queries (bench/nexmark/queries.py, the same ones differential.py finds equal acr
 Cells:
   flink       per query x parallelism (--flink-parallelism) x state backend (--flink-backends): one
               process each (flink_queries.py with .venv-flink's python; it starts the JVM, runs the query
-              twice over an empty input, cold then warm, then over the bids). Reported: the job's wall
-              (job only), JVM start and the empty jobs separately; CPU s of the whole Flink process tree
-              during the job; events/s = events / job wall; CPU per event = (job CPU - the warm empty
-              job's CPU) / events.
+              --warmup-runs times over the warm-up bids, twice over an empty input, then over the bids).
+              Reported: the job's wall (job only), JVM start and the empty jobs separately; CPU s of the
+              whole Flink process tree during the job; events/s = events / job wall; CPU per event = (job
+              CPU - the warm empty job's CPU) / events; the JIT compilers' seconds during the job.
   spark       per Spark session (local[2] with 2 shuffle partitions; with --p1 also local[1] with 1, for
               the parallelism-1 cells of --p1-engines at --p1-sizes), per query, engine (windowagg, spark)
               and size: harness.run_stream_with_progress (noop sink, append mode, fresh
               checkpoint, until the trailing no-data micro-batch): events/s = events / sum of the
               micro-batches' triggerExecution; CPU of this process tree (harness.ProcessTreeCpuMeter); the
               micro-batches' median and p95 duration; the state (stateOperators numRowsTotal and
-              memoryUsedBytes, peak and after the last real file).
+              memoryUsedBytes, peak and after the last real file); the driver JVM's JIT seconds.
+  warm-up     before the cells, each query runs --warmup-runs times, untimed, over the first --warmup-bids
+              bids, in every engine alike (the Spark side once per query and engine in the local[2]
+              session; Flink in each cell's own JVM): the JVMs' just-in-time compilers otherwise spend a
+              large part of the first runs' CPU (up to half of it, every engine), which is not the
+              engines' cost per event.
   fixed cost  per session, query and engine, after its cells: the same query over --fixed-files files of
               --fixed-bids bids (+ the flush file), --fixed-rounds times (the engines' order alternating; the
               median of each measure over the rounds). A thread samples the CPU every 50 ms; each micro-batch's
@@ -68,7 +73,7 @@ Results: bench/results/nexmark-<tag>.json; a full run (or --docs) renders docs/b
 docs/img/nexmark.png from bench/nexmark_bench_notes.md. Re-render: --report bench/results/nexmark-<tag>.json
 
 Run from the repository root:  bench/run-nexmark --quick    (100k events, sizes 10k and 100k)
-                               bench/run-nexmark            (1M events, sizes 10k, 100k, 1M, 2 reps; about 35 min)
+                               bench/run-nexmark            (1M events, sizes 10k, 100k, 1M, 2 reps; 20-40 min)
 """
 from __future__ import annotations
 
@@ -154,9 +159,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, help="timed runs per Spark-side cell, the engines' order alternating "
                                             "(default 2: the median; quick 1)")
     p.add_argument("--warmup-bids", type=int,
-                   help="the untimed warm-up run of each query and engine (local[2] only: the local[1] session "
-                        "runs in the same, warm JVM) reads the first N bids, in files of N/4 bids (default 40,000; "
-                        "quick 20,000)")
+                   help="the untimed warm-up runs of each query and engine (local[2] only: the local[1] session "
+                        "runs in the same, warm JVM; and in each Flink cell's JVM) read the first N bids, in files "
+                        "of N/4 bids for Spark, one CSV for Flink (default 200,000; quick 20,000)")
+    p.add_argument("--warmup-runs", type=int,
+                   help="warm-up runs of each query and engine, and of each Flink cell (default 3; quick 1)")
     p.add_argument("--fixed-bids", type=int, default=10, help="bids per file of the fixed-cost runs (10)")
     p.add_argument("--fixed-files", type=int, default=12, help="files of the fixed-cost run (12)")
     p.add_argument("--fixed-rounds", type=int,
@@ -173,21 +180,21 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="Flink's watermark delay (1 ms: at 0, Flink can close a window between two bids of its last "
                         "millisecond and drop the second as late)")
     p.add_argument("--profile", dest="profile", action="store_true", default=None,
-                   help="profile (Java Flight Recorder) one more local[2] windowagg run of the query that misses a "
-                        "target by the most, at --profile-size (default: on unless --quick)")
+                   help="profile (async-profiler, else Java Flight Recorder) one more local[2] windowagg run of the "
+                        "queries that miss a target by the most, at --profile-size (default: on unless --quick)")
     p.add_argument("--no-profile", dest="profile", action="store_false")
     p.add_argument("--profile-size", type=int, default=100_000, help="micro-batch size of the profiled runs")
-    p.add_argument("--profile-queries", type=int, default=1,
+    p.add_argument("--profile-queries", type=int, default=2,
                    help="profile at most this many queries, those whose windowagg CPU per event at --profile-size "
-                        "is the largest multiple of Flink's first (1)")
+                        "is the largest multiple of Flink's first (2)")
     p.add_argument("--work-dir", help="inputs, outputs and checkpoints (default: a fresh folder under /tmp)")
     harness.add_session_args(p, master="local[2]", shuffle_partitions=2, driver_memory="4g", seed=1)
     harness.add_contention_args(p, contended=0.3, quiet_wait=0.0, retries=False)
     harness.add_output_args(p, DOC.name)
     a = p.parse_args(argv)
     harness.defaults(a, events=(1_000_000, 100_000), sizes=("10000,100000,1000000", "10000,100000"),
-                     warmup_bids=(40_000, 20_000), profile=(True, False), p1=(True, True), reps=(2, 1),
-                     fixed_rounds=(3, 1))
+                     warmup_bids=(200_000, 20_000), warmup_runs=(3, 1), profile=(True, False), p1=(True, True),
+                     reps=(2, 1), fixed_rounds=(3, 1))
     a.sizes = sorted(set(harness.csv_ints(p, a.sizes, "--sizes")))
     a.p1_sizes = (sorted(set(harness.csv_ints(p, a.p1_sizes, "--p1-sizes"))) if a.p1_sizes
                   else a.sizes[-1:])
@@ -200,6 +207,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a.flink_backends = harness.subset(p, a.flink_backends, BACKENDS, "state backend")
     if a.fixed_rounds < 1:
         p.error("--fixed-rounds must be at least 1")
+    if a.warmup_runs < 0:
+        p.error("--warmup-runs must be 0 or more")
     if a.fixed_files < FIXED_SKIP + 3:
         p.error(f"--fixed-files must be at least {FIXED_SKIP + 3}")
     if not a.report and a.flink and not Path(a.flink_python).exists():
@@ -264,6 +273,7 @@ def make_input(a, work: Path) -> dict:
     wb = min(a.warmup_bids, len(bids))
     files = write_parquet(table.slice(0, wb), work / "warmup", max(1, wb // 4), flush, a.row_group)
     info["folders"]["warmup"] = {"path": str(files[0].parent), "files": len(files) - 1, "bids": wb}
+    info["flink_warmup_csv"] = generator.write_bids(bids.iloc[:wb], str(work / "flink-warmup"), 1)[0]
     n = a.fixed_files
     files = write_parquet(table.slice(0, n * a.fixed_bids), work / "fixed", a.fixed_bids, flush, a.row_group)
     info["folders"]["fixed"] = {"path": str(files[0].parent), "files": len(files) - 1, "bids": n * a.fixed_bids}
@@ -373,8 +383,9 @@ class SparkSide:
         self.sampler_meter = harness.CpuMeter(spark)  # cheaper to sample (no /proc scan); no Python workers here
         self.n = 0
 
-    def run(self, engine: str, q: str, folder_key: str, kind: str) -> dict:
-        """One run of the engine's query over the files of `folder_key` (harness.run_stream_with_progress)."""
+    def run(self, engine: str, q: str, folder_key: str, kind: str, on_start=None) -> dict:
+        """One run of the engine's query over the files of `folder_key` (harness.run_stream_with_progress;
+        `on_start` just before the query starts)."""
         self.n += 1
         f = self.info["folders"][folder_key]
         folder = Path(f["path"])
@@ -384,7 +395,7 @@ class SparkSide:
         harness.wait_quiet(self.meter, self.a.quiet_wait, self.a.contended)
         with CpuSampler(self.sampler_meter) as sampler:
             r, progress = harness.run_stream_with_progress(self.spark, df, label, ck, f["files"] + 1, self.a.timeout,
-                                                           self.meter)
+                                                           self.meter, on_start)
         shutil.rmtree(ck, ignore_errors=True)
         check, wa_metrics, tm = observed(progress)
         # the CPU of each micro-batch (from its start to its end), and of the whole stretch from the first
@@ -466,8 +477,9 @@ def flink_check(path: Path, q: str) -> dict:
             "start_s_sum": int((df["window_start"] // 1000).sum())}
 
 
-def run_flink(a, q: str, p: int, backend: str, csv: str, work: Path, meter: harness.CpuMeter) -> dict:
-    """One flink_queries.py process: JVM start, two empty jobs (cold, warm), the job over the bids.
+def run_flink(a, q: str, p: int, backend: str, csv: str, warmup_csv: str, work: Path,
+              meter: harness.CpuMeter) -> dict:
+    """One flink_queries.py process: JVM start, the warm-up runs, two empty jobs, the job over the bids.
     Returns its timing JSON plus the process's wall, the check of its output, and the CPU other
     processes used meanwhile."""
     out, tj, lg = work / f"flink-{q}-p{p}-{backend}.csv", work / f"flink-{q}-p{p}-{backend}.json", \
@@ -476,6 +488,8 @@ def run_flink(a, q: str, p: int, backend: str, csv: str, work: Path, meter: harn
            "--out", str(out), "--parallelism", str(p), "--state-backend", backend,
            "--watermark-delay-ms", str(a.flink_watermark_delay_ms),
            "--empty-jobs", "2", "--timing-json", str(tj)]
+    if a.warmup_runs:
+        cmd += ["--warmup-bids", warmup_csv, "--warmup-runs", str(a.warmup_runs)]
     harness.wait_quiet(meter, a.quiet_wait, a.contended)
     s0 = meter.sample()
     t0 = time.perf_counter()
@@ -521,41 +535,66 @@ WITHIN = [("Spark's timers (TimerStateImpl: register, delete, the scan for expir
           ("the processor's set-up per task (state variables, their encoders)", "KeyedWindowProcessor.init")]
 
 
+def thread_group(thread: str) -> str:
+    """Which part of the driver JVM a thread is: the executor tasks, the driver's stream execution
+    thread (it plans, commits and logs each micro-batch: the fixed cost's main part), the JIT
+    compilers, the garbage collector, or another."""
+    if "Executor task" in thread:
+        return "executor tasks"
+    if "stream execution" in thread:
+        return "stream execution (driver: planning, offsets, commit)"
+    if "CompilerThre" in thread:  # async-profiler keeps 15 characters of a native thread's name
+        return "JIT compilers"
+    if thread.startswith(("GC Thread", "G1 ")):
+        return "garbage collector"
+    return "other threads"
+
+
 def profile_run(side: SparkSide, q: str, folder_key: str, work: Path) -> dict:
-    """One windowagg run of q under Java Flight Recorder; where the executor threads' samples fall
-    (sliding_streaming.py's categories)."""
+    """One windowagg run of q under a CPU profiler: async-profiler (every thread's CPU, native frames
+    included) where it can be had, else Java Flight Recorder (Java frames only); where the samples
+    fall by thread, and the executor threads' by category (sliding_streaming.py's categories)."""
     from sliding_streaming import CATEGORIES  # the frame categories of the streaming page's profile
     meter, spark = side.meter, side.spark
     if meter.jvm_pid is None:
         return {"error": "driver JVM pid unknown"}
     try:
-        recording = harness.FlightRecording(spark, meter.jvm_pid, work / f"profile-{q}.jfr")
-    except FileNotFoundError as missing:
-        return {"error": str(missing)}
-    with recording:
-        r = side.run("windowagg", q, folder_key, "profile")
+        rec, profiler = harness.CpuProfile(spark, meter.jvm_pid, work / f"profile-{q}.collapsed"), "async-profiler"
+        samples = lambda: harness.profile_samples(rec)  # noqa: E731
+    except FileNotFoundError:
+        try:
+            rec, profiler = harness.FlightRecording(spark, meter.jvm_pid, work / f"profile-{q}.jfr"), "jfr"
+            samples = lambda: ((thread, frames, 1) for thread, frames in harness.execution_samples(rec))  # noqa: E731
+        except FileNotFoundError as missing:
+            return {"error": str(missing)}
+    # started after the garbage collection that precedes each run, which is no part of the query's work
+    try:
+        try:
+            r = side.run("windowagg", q, folder_key, "profile", on_start=rec.start)
+        finally:
+            rec.stop()
+    except RuntimeError as failed:
+        return {"error": str(failed)}
     total, cats, top, threads = 0, collections.Counter(), collections.Counter(), collections.Counter()
     within = collections.Counter()
     others = collections.Counter()  # the other threads by name, digits left out
-    for thread, frames in harness.execution_samples(recording):
+    for thread, frames, n in samples():
         if not frames:
             continue
-        # the driver's stream execution thread plans, commits and logs each micro-batch
-        threads["executor tasks" if "Executor task" in thread else
-                "stream execution (driver: planning, offsets, commit)" if "stream execution" in thread
-                else "other threads"] += 1
-        if "Executor task" not in thread and "stream execution" not in thread:
-            others["".join("#" if ch.isdigit() else ch for ch in thread)[:60]] += 1
-        if "Executor task" in thread:
-            total += 1
-            top[frames[0]] += 1
-            cats[harness.category(frames, CATEGORIES)] += 1
+        group = thread_group(thread)
+        threads[group] += n
+        if group == "other threads":
+            others["".join("#" if ch.isdigit() else ch for ch in thread)[:60]] += n
+        if group == "executor tasks":
+            total += n
+            top[frames[0]] += n
+            cats[harness.category(frames, CATEGORIES)] += n
             for label, part in WITHIN:
                 if any(part in f for f in frames):
-                    within[label] += 1
-    recording.path.unlink(missing_ok=True)
+                    within[label] += n
+    rec.path.unlink(missing_ok=True)
     share = (lambda c: round(c / total, 4)) if total else (lambda c: None)
-    return {"query": q, "input": folder_key, "executor_samples": total,
+    return {"query": q, "input": folder_key, "profiler": profiler, "executor_samples": total,
             "run": {k: r[k] for k in ("events", "micro_batches", "processing_s", "own_cpu_s", "status")},
             "categories": [{"category": k, "share": share(c)} for k, c in cats.most_common()],
             "within": [{"part": label, "share": share(within[label])} for label, _ in WITHIN],
@@ -621,7 +660,7 @@ def summarize(res: dict) -> None:
              "runs": len(ok), "status": "ok" if ok else rs[0]["status"], "events": r0["events"],
              "files": r0["files"], "micro_batches": r0["micro_batches"],
              "events_per_s": _med(ok, "events_per_s"), "processing_s": _med(ok, "processing_s"),
-             "wall_s": _med(ok, "wall_s"), "own_cpu_s": _med(ok, "own_cpu_s"),
+             "wall_s": _med(ok, "wall_s"), "own_cpu_s": _med(ok, "own_cpu_s"), "jit_s": _med(ok, "jit_s"),
              "batch_ms_median": _med(ok, "batch_ms_median"), "batch_ms_p95": _med(ok, "batch_ms_p95"),
              "state_rows_peak": r0.get("state_rows_peak"), "state_rows_last_real": r0.get("state_rows_last_real"),
              "state_memory_peak": r0.get("state_memory_peak"), "state_sst_peak": r0.get("state_sst_peak"),
@@ -827,6 +866,36 @@ def _verdict(v) -> str:
     return "not measured" if v is None else ("**met**" if v else "**missed**")
 
 
+def warmup_lines(res: dict) -> list[str]:
+    """Per query, what the JIT compilers took of each engine's first and last warm-up run: the JIT
+    seconds of the CPU seconds (Flink: the range over its cells)."""
+    def pair(jit, cpu):
+        return f"{jit:.1f} of {cpu:.1f}"
+
+    def span(xs):
+        return f"{min(xs):.1f}" if min(xs) == max(xs) else f"{min(xs):.1f}–{max(xs):.1f}"
+
+    lines = []
+    for q in res["args"]["queries"]:
+        parts = []
+        for eng in res["args"]["engines"]:
+            rs = [r for r in res["runs"] if r["engine"] == eng and r["query"] == q and r.get("kind") == "warm-up"
+                  and r.get("jit_s") is not None and r.get("own_cpu_s")]
+            if rs:
+                parts.append(f"{ENGINE_LABEL[eng]} {pair(rs[0]['jit_s'], rs[0]['own_cpu_s'])} CPU s in its first run, "
+                             f"{pair(rs[-1]['jit_s'], rs[-1]['own_cpu_s'])} in its run {len(rs)}")
+        fl = [r for r in res["runs"] if r["engine"] == "flink" and r["query"] == q and r.get("warmup_jit_s")]
+        if fl:
+            n = len(fl[0]["warmup_jit_s"])
+            parts.append(f"Flink ({len(fl)} cell{'s' if len(fl) != 1 else ''}) {span([r['warmup_jit_s'][0] for r in fl])} of "
+                         f"{span([r['warmup_cpu_s'][0] for r in fl])} in the first, "
+                         f"{span([r['warmup_jit_s'][-1] for r in fl])} of {span([r['warmup_cpu_s'][-1] for r in fl])} "
+                         f"in run {n}")
+        if parts:
+            lines.append(f"  - {q}: " + "; ".join(parts))
+    return lines
+
+
 def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
     render_plot(res, img)
     S, args, w, cfg = res["summary"], res["args"], res["workload"], res["config"]
@@ -841,18 +910,18 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
                 if f is None:
                     continue
                 if f["status"] != "ok":
-                    frows.append([q, p, b, f"error: {f['status'][:80]}"] + ["–"] * 10)
+                    frows.append([q, p, b, f"error: {f['status'][:80]}"] + ["–"] * 11)
                     continue
                 frows.append([q, p, b, _f(f["events_per_s"]), f"{f['wall_s']:.2f}", f"{f['cpu_s']:.2f}",
                               f"{f['empty_job_warm_s']:.2f} / {f['empty_job_warm_cpu_s']:.2f}",
                               _f(f["cpu_us_per_event"], ".2f"), f"**{_f(f['cpu_us_per_event_beyond_empty'], '.2f')}**",
-                              f"{f['startup_s']:.1f}", f"{f['empty_job_cold_s']:.1f}", f"{f['process_wall_s']:.1f}",
+                              _f(f.get("jit_s"), ".2f"), f"{f['startup_s']:.1f}", f"{f['empty_job_cold_s']:.1f}", f"{f['process_wall_s']:.1f}",
                               _f(f["rows"]), f["check_status"] + (" †" if f.get("contended") else "")])
     flink_table = report.table(
         ["query", "parallelism", "state backend", "events/s (job)", "job wall s", "job CPU s",
          "warm empty job: wall / CPU s", "CPU µs/event", "CPU µs/event beyond the warm empty job",
-         "JVM start s", "cold empty job s", "process wall s", "output rows", "check"],
-        "lrlrrrrrrrrrrl", frows)
+         "JIT s (job)", "JVM start s", "first empty job s", "process wall s", "output rows", "check"],
+        "lrlrrrrrrrrrrrl", frows)
 
     # windowagg's and Spark's cells, one table per query
     spark_tables = []
@@ -866,10 +935,11 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
                         continue
                     if c["status"] != "ok":
                         rows.append([ENGINE_LABEL[eng], f"local[{p}]", size_label(size), c["status"][:60]]
-                                    + ["–"] * 10)
+                                    + ["–"] * 11)
                         continue
                     rows.append([ENGINE_LABEL[eng], f"local[{p}]", f"{size_label(size)} ({c['micro_batches']})",
-                                 _f(c["events_per_s"]), f"{c['own_cpu_s']:.1f}", _f(c["cpu_us_per_event"], ".2f"),
+                                 _f(c["events_per_s"]), f"{c['own_cpu_s']:.1f}", _f(c.get("jit_s"), ".1f"),
+                                 _f(c["cpu_us_per_event"], ".2f"),
                                  f"{c['fixed_cpu_s']:.1f} ({c['fixed_share']:.0%})" if c["fixed_cpu_s"] is not None else "–",
                                  f"**{_f(c['cpu_us_per_event_beyond_fixed'], '.2f')}**",
                                  f"{_f(c['batch_ms_median'])} / {_f(c['batch_ms_p95'])}",
@@ -879,10 +949,11 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
                                  + (" †" if c["contended_runs"] else "")])
         spark = f"Spark {SPARK_QUERY[q]}" if SPARK_QUERY[q] else "no Spark built-in"
         spark_tables.append(f"**{q}** (windowagg {WA_QUERY[q]}, {spark}):\n\n" + "\n".join(report.table(
-            ["engine", "session", "bids per micro-batch (micro-batches)", "events/s", "CPU s", "CPU µs/event",
+            ["engine", "session", "bids per micro-batch (micro-batches)", "events/s", "CPU s", "of which JIT s",
+             "CPU µs/event",
              "fixed cost CPU s (share)", "CPU µs/event beyond the fixed cost", "micro-batch ms: median / p95",
              "state rows: peak", "state rows after the last file", "state memory MiB (peak)", "RocksDB SST MiB (peak)",
-             "check"], "lllrrrrrrrrrrl", rows)))
+             "check"], "lllrrrrrrrrrrrl", rows)))
 
     # the targets
     trows, summary_lines = [], []
@@ -955,8 +1026,9 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
                     " (of which " + ", ".join(f"`{c['thread']}` {c['share']:.0%}" for c in x["other_threads"][:3]) + ")")
         threads = ", ".join(f"{c['threads']} {c['share']:.0%}" + (of_which if c["threads"] == "other threads" else "")
                             for c in x.get("threads", []))
+        by = {"async-profiler": "async-profiler", "jfr": "Java Flight Recorder: Java frames only"}[x.get("profiler", "jfr")]
         prof_lines.append(f"- **{q}** (windowagg, local[{x.get('p', 2)}], {size_label(int(x['input']))} bids per "
-                          f"micro-batch): all threads' samples: {threads}; the executor threads' "
+                          f"micro-batch; {by}): all threads' samples: {threads}; the executor threads' "
                           f"{x['executor_samples']:,} samples: {cats}"
                           + ("" if not x.get("within") else "; stacks within " + ", ".join(
                               f"{c['part']} {c['share']:.0%}" for c in x["within"] if c["share"] is not None)))
@@ -992,6 +1064,8 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
         "watermark": args["watermark"],
         "flink_watermark_ms": args.get("flink_watermark_delay_ms", 0),
         "warmup_bids": f"{w['folders']['warmup']['bids']:,}", "warmup_files": w["folders"]["warmup"]["files"],
+        "warmup_runs": args.get("warmup_runs", 1),
+        "warmup_lines": "\n".join(warmup_lines(res)),
         "fixed_bids": args["fixed_bids"], "fixed_files": args["fixed_files"], "fixed_skip": FIXED_SKIP,
         "fixed_rounds": args.get("fixed_rounds") or 1,
         "run_minutes": (f"{(dt.datetime.fromisoformat(res['finished']) - dt.datetime.fromisoformat(res['started'])).total_seconds() / 60:.0f}"
@@ -1021,10 +1095,11 @@ def spark_phase(side: SparkSide, res: dict, a, sizes: list[int], engines: list[s
     p = side.p
     for q in (a.queries if p == 2 else []):  # the local[1] session runs in the same JVM, already warm
         for eng in query_engines(q, engines):
-            r = side.run(eng, q, "warmup", "warm-up")
-            res["runs"].append(r)
-            log(f"p{p} {eng:9s} {q:3s} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s "
-                f"({r['micro_batches']} micro-batches)")
+            for i in range(1, a.warmup_runs + 1):
+                r = side.run(eng, q, "warmup", "warm-up")
+                res["runs"].append(r)
+                log(f"p{p} {eng:9s} {q:3s} warm-up {i}: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s "
+                    f"({r['micro_batches']} micro-batches), CPU {r['own_cpu_s'] or 0:.1f}s, JIT {r['jit_s']:.1f}s")
     save()
     for size in sizes:
         for rep in range(1, a.reps + 1):
@@ -1096,14 +1171,14 @@ def main(argv=None) -> int:
             for q in a.queries:
                 for p in a.flink_parallelism:
                     for b in a.flink_backends:
-                        r = run_flink(a, q, p, b, info["flink_csv"], work, meter)
+                        r = run_flink(a, q, p, b, info["flink_csv"], info["flink_warmup_csv"], work, meter)
                         res["runs"].append(r)
                         save()
                         if r["status"] == "ok":
                             log(f"flink p{p} {b:7s} {q:3s}: {r['events']:,} events, job {r['wall_s']:.2f}s -> "
                                 f"{r['events_per_s']:,.0f} events/s; job CPU {r['cpu_s']:.2f}s, warm empty job "
                                 f"{r['empty_job_warm_s']:.2f}s / {r['empty_job_warm_cpu_s']:.2f} CPU s -> "
-                                f"{r['cpu_us_per_event_beyond_empty']:.2f} µs/event beyond it; JVM start "
+                                f"{r['cpu_us_per_event_beyond_empty']:.2f} µs/event beyond it; JIT {r['jit_s']:.2f}s; JVM start "
                                 f"{r['startup_s']:.1f}s; process {r['process_wall_s']:.1f}s; output {r['check']}")
                         else:
                             log(f"flink p{p} {b:7s} {q:3s}: {r['status'][:500]}")
@@ -1123,7 +1198,7 @@ def main(argv=None) -> int:
                     t["cpu_met_all"] is not True or t["eps_from_size"] != min(a.sizes))]
                 missed = [t["query"] for t in sorted(missed, key=worst, reverse=True)][:a.profile_queries]
                 for q in missed:
-                    log(f"profiling windowagg {q} at {size_label(a.profile_size)} with Java Flight Recorder ...")
+                    log(f"profiling windowagg {q} at {size_label(a.profile_size)} ...")
                     try:
                         res["profiles"][q] = {**profile_run(side, q, str(a.profile_size), work), "p": p}
                     except Exception as e:  # noqa: BLE001  (the profile is a bonus)

@@ -5,7 +5,8 @@ Run with the Flink venv's python (see ./setup-flink):
 
     .venv-flink/bin/python bench/nexmark/flink_queries.py --bids DIR_OR_FILE --query q5 --out out.csv \
         [--parallelism 1] [--state-backend hashmap|rocksdb] [--watermark-delay-ms 1] \
-        [--timing-json t.json] [--sink fs|collect] [--empty-jobs 2 | --no-empty-job] [--explain]
+        [--timing-json t.json] [--sink fs|collect] [--empty-jobs 2 | --no-empty-job] [--explain] \
+        [--warmup-bids FILE --warmup-runs N]
     .venv-flink/bin/python bench/nexmark/flink_queries.py --bids FILE --queries q5_counts,q7 --out-dir DIR \
         [--parallelism 1] [--state-backend ...] [--watermark-delay-ms 1] [--timing-json t.json]
 
@@ -57,9 +58,13 @@ collect pulls rows through TableResult.collect() (py4j, row by row; slower for b
 
 Timing (--timing-json), all in seconds:
   startup_s      process start -> TableEnvironment ready (python imports + JVM launch via py4j).
+  warmup_s       list: with --warmup-runs N, the same query over --warmup-bids (a CSV like
+                 --bids), run N times first in the same JVM, so that the real run finds its
+                 code compiled (warmup_cpu_s and warmup_jit_s likewise).
   empty_job_s    list: the same query over an empty (header-only) input, run --empty-jobs
-                 times (default 2) in the same JVM before the real run.  empty_job_cold_s
-                 (the first) pays class loading/JIT of planner and runtime; empty_job_warm_s
+                 times (default 2) in the same JVM before the real run (after the warm-up
+                 runs, if any).  empty_job_cold_s (the first) pays class loading/JIT of planner
+                 and runtime unless warm-up runs came first; empty_job_warm_s
                  (the last) is the per-job overhead left once warm: planning + code
                  generation + local mini-cluster start + deploy + finish + teardown (each
                  job gets its own mini-cluster).
@@ -70,6 +75,8 @@ Timing (--timing-json), all in seconds:
   cpu_s          CPU (user+sys) of this python process and all its descendants (the JVM
                  that py4j launched) over the wall_s span, read from /proc/<pid>/stat.
                  RUSAGE_CHILDREN would miss the JVM: it only counts reaped children.
+  jit_s          the JVM's just-in-time compilers' time during the real run (their threads
+                 run beside the job's and count in cpu_s); empty_job_warm_jit_s likewise.
   processing_s_est = wall_s - empty_job_warm_s (processing_cpu_s_est likewise).
   total_process_s / total_cpu_s: whole process up to writing the JSON.
 """
@@ -356,9 +363,17 @@ def make_env(args):
     return env
 
 
+def jit_s():
+    """Seconds the JVM's just-in-time compilers have spent since it started (the local mini-cluster runs
+    in the JVM py4j launched)."""
+    from pyflink.java_gateway import get_gateway
+    return get_gateway().jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime() / 1000.0
+
+
 def run_job(env, args, src_table, out_parts, sink_name=None):
-    """Run the query over `src_table`; returns (rows, wall_s, cpu_s)."""
+    """Run the query over `src_table`; returns (rows, wall_s, cpu_s, jit_s)."""
     sql = query_sql(args.query, src_table)
+    jit0 = jit_s()
     cpu0, t0 = tree_cpu_s(), time.time()
     if args.sink == "collect":
         res = env.execute_sql(sql)
@@ -369,10 +384,10 @@ def run_job(env, args, src_table, out_parts, sink_name=None):
         env.execute_sql(sink_ddl(sink, args.query, out_parts))
         env.execute_sql(f"INSERT INTO {sink} {sql}").wait()
         rows = None
-    wall, cpu = time.time() - t0, tree_cpu_s() - cpu0
+    wall, cpu, jit = time.time() - t0, tree_cpu_s() - cpu0, jit_s() - jit0
     if rows is None:
         rows = read_parts(out_parts)
-    return rows, wall, cpu
+    return rows, wall, cpu, jit
 
 
 def run_statement_set(env, args, src_table, work):
@@ -446,11 +461,18 @@ def main(argv=None):
                     help="run the query over an empty input this many times before the real "
                          "run (default 2: the first cold, the last warm; 0 = none)")
     ap.add_argument("--no-empty-job", action="store_true", help="same as --empty-jobs 0")
+    ap.add_argument("--warmup-bids", help="a CSV like --bids that --warmup-runs read before the empty jobs")
+    ap.add_argument("--warmup-runs", type=int, default=0,
+                    help="run the query over --warmup-bids this many times first, untimed (default 0)")
     ap.add_argument("--explain", action="store_true", help="print the plan (changelog modes) to stderr")
     args = ap.parse_args(argv)
 
     if not os.path.exists(args.bids):
         ap.error(f"--bids {args.bids} does not exist")
+    if args.warmup_runs and not (args.warmup_bids and os.path.exists(args.warmup_bids)):
+        ap.error("--warmup-runs reads --warmup-bids, an existing CSV file or directory")
+    if args.warmup_runs and args.queries is not None:
+        ap.error("--warmup-runs is for the --query form")
     if args.queries is not None:
         args.queries = [q.strip() for q in args.queries.split(",") if q.strip()]
         unknown = [q for q in args.queries if q not in QUERIES]
@@ -486,6 +508,13 @@ def main(argv=None):
             print(env.explain_sql(query_sql(args.query, "bid"),
                                   *_explain_details()), file=sys.stderr)
         try:
+            if args.warmup_runs > 0:
+                for ddl in source_ddl("bid_warmup", args.warmup_bids, args.watermark_delay_ms):
+                    env.execute_sql(ddl)
+                warm = [run_job(env, args, "bid_warmup", os.path.join(work, f"warmup_out{i}"), sink_name=f"sink_warmup{i}")
+                        for i in range(args.warmup_runs)]
+                timing.update(warmup_s=[round(w[1], 3) for w in warm], warmup_cpu_s=[round(w[2], 3) for w in warm],
+                              warmup_jit_s=[round(w[3], 3) for w in warm])
             n_empty = 0 if args.no_empty_job else max(args.empty_jobs, 0)
             if n_empty:
                 empty = os.path.join(work, "empty_input")
@@ -496,14 +525,14 @@ def main(argv=None):
                     env.execute_sql(ddl)
                 walls, cpus = [], []
                 for i in range(n_empty):
-                    _, ew, ec = run_job(env, args, "bid_empty", os.path.join(work, f"empty_out{i}"),
-                                        sink_name=f"sink_empty{i}")
+                    _, ew, ec, ej = run_job(env, args, "bid_empty", os.path.join(work, f"empty_out{i}"),
+                                            sink_name=f"sink_empty{i}")
                     walls.append(round(ew, 3))
                     cpus.append(round(ec, 3))
                 timing.update(empty_job_s=walls, empty_job_cpu_s=cpus,
                               empty_job_cold_s=walls[0], empty_job_warm_s=walls[-1],
-                              empty_job_warm_cpu_s=cpus[-1])
-            rows, wall, cpu = run_job(env, args, "bid", os.path.join(work, "out"))
+                              empty_job_warm_cpu_s=cpus[-1], empty_job_warm_jit_s=round(ej, 3))
+            rows, wall, cpu, jit = run_job(env, args, "bid", os.path.join(work, "out"))
         except Exception as e:  # noqa: BLE001
             msg = str(e)
             if args.query == "q5_sliding_not_supported":
@@ -519,7 +548,7 @@ def main(argv=None):
         if "empty_job_warm_s" in timing:
             timing["processing_s_est"] = round(wall - timing["empty_job_warm_s"], 3)
             timing["processing_cpu_s_est"] = round(cpu - timing["empty_job_warm_cpu_s"], 3)
-        timing.update(wall_s=round(wall, 3), cpu_s=round(cpu, 3), rows=n,
+        timing.update(wall_s=round(wall, 3), cpu_s=round(cpu, 3), jit_s=round(jit, 3), rows=n,
                       write_out_s=round(time.time() - t_w, 3),
                       total_process_s=round(time.time() - T_PROCESS_START, 3),
                       total_cpu_s=round(tree_cpu_s(), 3),
