@@ -104,6 +104,18 @@ object CumulativeWindows extends WindowSpec.Reader {
 
     override def closesAt(time: Long): Long = endOf(periodOf(time)) - 1
 
+    // A window whose last tick is at or after `from` starts at its period's start, at or after that of
+    // `from` (near the start of the range, the general bound: the period's start may be before the range).
+    override def oldestNeeded(from: Long): Long =
+      if (from < Long.MinValue + maxTicks) super.oldestNeeded(from) else periodOf(from)
+
+    // Each window of the period of `from` whose last tick is at or after `from` holds the period up to
+    // the slice of `from` whole, and later periods' windows none of it: the period's partials so far fold
+    // into one, so a sweep reads one partial and the steps since, not every step since the period began.
+    override def foldable(from: Long): Option[(Long, Long)] =
+      if (from < Long.MinValue + maxTicks) None
+      else Some((periodOf(from), sliceStart(from))).filter { case (start, until) => until > start }
+
     private def periodOf(time: Long): Long = Ticks.alignedDown(time, offsetTicks, maxTicks)
 
     private def endOf(period: Long): Long =

@@ -51,6 +51,15 @@ trait ResolvedWindows extends Serializable {
   def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P]
 
   /**
+   * A [[cursor]] for a caller that wants only the windows whose last tick is before `lastTickBefore`
+   * and the earliest last tick of the others: a kind may leave those out (then
+   * [[windowagg.core.WindowCursor.leftOut]] says the earliest) instead of listing every later window of
+   * its partials. The whole cursor unless a kind does so.
+   */
+  def cursorBefore[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], lastTickBefore: Long): WindowCursor[P] =
+    cursor(partials, agg)
+
+  /**
    * Whether any window holds a record at `time` (this partial time). A record in no window is not
    * aggregated; the engine counts it (and routes it in streaming), never drops it silently.
    */
@@ -95,6 +104,14 @@ trait ResolvedWindows extends Serializable {
 
   /** The oldest partial time that a window whose last tick is at or after `from` can hold. */
   def oldestNeeded(from: Long): Long = saturatingAdd(from, -maxSpan)
+
+  /**
+   * Partial times whose partials may be folded into one, at the earliest of them, once every window
+   * whose last tick is before `from` is final: a span [start, until) that each window with a last
+   * tick at or after `from` holds whole or not at all; None for most kinds. Where windows that grow
+   * keep holding the same old partials, folding them keeps each sweep from reading them one by one.
+   */
+  def foldable(from: Long): Option[(Long, Long)] = None
 
   /** Whether new partials at `times` (sorted) change the window (start, end). */
   def changedBy(start: Long, end: Long, times: Array[Long]): Boolean = {
@@ -144,6 +161,11 @@ trait EnumeratedWindows extends ResolvedWindows {
 
   override def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P] =
     new SlicingCursor[P](this, partials, agg)
+
+  // a slice may be in many later windows (every later one of a cumulative period): a sweep up to the
+  // watermark keeps only the windows it hands out, not those
+  override def cursorBefore[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], lastTickBefore: Long): WindowCursor[P] =
+    new SlicingCursor[P](this, partials, agg, lastTickBefore)
 
   override def closesAt(time: Long): Long = {
     var latest = Long.MinValue

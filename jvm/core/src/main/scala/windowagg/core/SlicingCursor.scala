@@ -19,9 +19,12 @@ import windowagg.{EnumeratedWindows, ListedWindows, Window}
  * largest span behind the newest one are let go, so memory is bounded by one window's slices.
  *
  * @param partials one partial per slice, keyed by its slice start, strictly increasing
+ * @param lastTickBefore windows whose last tick is at or after it are left out, all but the
+ *        earliest last tick among them ([[leftOut]]): a streaming sweep up to the watermark needs no
+ *        more (slices that list their windows keep all of them)
  */
-final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reaching[P]], agg: PartialAggregation[P])
-    extends WindowCursor[P] {
+final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reaching[P]], agg: PartialAggregation[P],
+    lastTickBefore: Long = Long.MaxValue) extends WindowCursor[P] {
 
   private val input = Ticks.strictlyIncreasing(partials, "window")(_.time)
   private val sliceTimes = new LongQueue()
@@ -41,6 +44,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var next: Reaching[P] = read()
 
   private var current: Window = _
+  private var earliestLeftOut = Long.MaxValue
+  private var anyLeftOut = false
 
   def start: Long = current.start
   def end: Long = current.end
@@ -54,6 +59,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
         return true
       }
       if (next == null) return false
+      // the windows of slices after the earliest one left out all end after it: none is wanted
+      if (anyLeftOut && next.time > earliestLeftOut) return false
       addSlice(next)
       next = read()
     }
@@ -65,8 +72,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     // a window holding t that starts at or before the previous slice holds that slice too: it is
     // pending already, so only windows starting after it are new (one per slice for hopping windows)
     if (slice.listed != null) addListed(t, slice.listed)
-    else if (anySlice) kind.foreachWindowStartingAfter(previousSlice, t)((s, e) => pending.add(Window(s, e)))
-    else kind.foreachWindow(t)((s, e) => pending.add(Window(s, e)))
+    else if (anySlice) kind.foreachWindowStartingAfter(previousSlice, t)(addWindow)
+    else kind.foreachWindow(t)(addWindow)
     previousSlice = t
     anySlice = true
     sliceTimes += t
@@ -80,6 +87,15 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     }
     dropRuns()
   }
+
+  private def addWindow(start: Long, end: Long): Unit =
+    if (end - 1 < lastTickBefore) pending.add(Window(start, end))
+    else if (!anyLeftOut || end - 1 < earliestLeftOut) {
+      anyLeftOut = true
+      earliestLeftOut = end - 1
+    }
+
+  override def leftOut: Option[Long] = Option.when(anyLeftOut)(earliestLeftOut)
 
   /**
    * The windows a slice's records listed themselves ([[ListedWindows]]). Every window pending holds

@@ -10,4 +10,10 @@ trait WindowCursor[P] {
   def start: Long
   def end: Long
   def aggregate: P
+
+  /**
+   * For a cursor told to leave out the windows whose last tick is at or after a bound
+   * ([[windowagg.ResolvedWindows.cursorBefore]]): the earliest last tick among those it left out, if any.
+   */
+  def leftOut: Option[Long] = None
 }

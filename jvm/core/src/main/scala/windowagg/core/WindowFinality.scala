@@ -29,6 +29,9 @@ final class WindowFinality(kind: ResolvedWindows) {
   /** The earliest partial time to keep once windows whose last tick is before `finalBefore` are final. */
   def oldestNeeded(finalBefore: Long): Long = kind.oldestNeeded(finalBefore)
 
+  /** The kind's [[windowagg.ResolvedWindows.foldable]] span once windows whose last tick is before `finalBefore` are final. */
+  def foldable(finalBefore: Long): Option[(Long, Long)] = kind.foldable(finalBefore)
+
   /**
    * Runs the kind's cursor over a key's partials and hands `emit(start, end, aggregate)` every
    * window whose last tick lies in [from, until). Returns the last tick of the first window at or
@@ -37,13 +40,13 @@ final class WindowFinality(kind: ResolvedWindows) {
    */
   def windowsEndingIn[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, until: Long)(
       emit: (Long, Long, P) => Unit): Option[Long] = {
-    val cursor = kind.cursor(partials, agg)
+    val cursor = kind.cursorBefore(partials, agg, until)
     while (cursor.advance()) {
       val last = kind.lastTick(cursor.end)
       if (last >= until) return Some(last)
       if (last >= from) emit(cursor.start, cursor.end, cursor.aggregate)
     }
-    None
+    cursor.leftOut
   }
 
   /** Every window whose last tick is at or after `from` that new partials at `times` (sorted) changed, in cursor order. */

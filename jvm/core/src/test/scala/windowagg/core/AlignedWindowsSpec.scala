@@ -145,4 +145,67 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
       }
     }
   }
+
+  test("property: cumulative partials folded as the watermark moves (foldable) give exactly the batch windows") {
+    var folds = 0 // over all cases: the property is about folded partials, so some must be
+    forAll(cumulative, records, Gen.listOfN(5, Gen.choose(-80L, 80L)), minSuccessful(300)) { (kind, recs, steps) =>
+      val finality = new WindowFinality(kind)
+      val all = brute(kind, recs)
+      val emitted = ArrayBuffer.empty[(Long, Long, Vector[Int])]
+      val untils = (steps :+ Long.MaxValue).distinct.sorted
+      // each record at its partial time; a fold moves the records of the folded times to the earliest of them
+      var kept = recs.sortBy(_._1).map { case (t, v) => (kind.partialTime(t), v) }
+      withClue(s"$kind, $recs, watermarks $untils\n") {
+        untils.foldLeft(Long.MinValue) { (from, until) =>
+          val agg = new Collect[Int]
+          kept = kept.filter(_._1 >= finality.oldestNeeded(from))
+          val slices = SweepHarness.partials(kept, agg)(v => ArrayBuffer(v))
+          finality.windowsEndingIn(slices.iterator.map(p => Reaching(p.time, p.time, p.partial)), agg, from, until) {
+            (s, e, p) => emitted += ((s, e, p.toVector))
+          }
+          finality.foldable(until).foreach { case (start, end) =>
+            val times = kept.map(_._1).filter(t => start <= t && t < end).distinct
+            if (times.size > 1) {
+              folds += 1
+              kept = kept.map { case (t, v) => (if (start <= t && t < end) times.min else t, v) }
+            }
+          }
+          until
+        }
+        emitted.toVector shouldBe all.filter(_._2 - 1 < Long.MaxValue)
+      }
+    }
+    folds should be > 50
+  }
+
+  test("property: a sweep up to a bound hands out the windows before it and returns the next one's last tick, as the whole cursor") {
+    forAll(Gen.oneOf(hopping, cumulative), records, Gen.choose(-80L, 80L), Gen.choose(-80L, 80L), minSuccessful(300)) {
+        (kind, recs, a, b) =>
+      val (from, until) = (math.min(a, b), math.max(a, b))
+      val finality = new WindowFinality(kind)
+      val all = swept(kind, recs)
+      val emitted = ArrayBuffer.empty[(Long, Long, Vector[Int])]
+      val agg = new Collect[Int]
+      val slices = SweepHarness.partials(recs.sortBy(_._1).map { case (t, v) => (kind.partialTime(t), v) }, agg)(v => ArrayBuffer(v))
+      val next = finality.windowsEndingIn(slices.iterator.map(p => Reaching(p.time, p.time, p.partial)), agg, from, until) {
+        (s, e, p) => emitted += ((s, e, p.toVector))
+      }
+      withClue(s"$kind, $recs, [$from, $until)\n") {
+        emitted.toVector shouldBe all.filter(w => w._2 - 1 >= from && w._2 - 1 < until)
+        next shouldBe all.map(_._2 - 1).find(_ >= until)
+      }
+    }
+  }
+
+  test("cumulative windows keep only their period's partials, and fold all but the current step's") {
+    val kind = CumulativeWindows.Resolved(10L, 60L, 0L)
+    kind.oldestNeeded(125L) shouldBe 120L // the period [120, 180)
+    kind.oldestNeeded(60L) shouldBe 60L
+    kind.foldable(125L) shouldBe None // nothing of the period before the step holding 125
+    kind.foldable(155L) shouldBe Some((120L, 150L))
+    kind.foldable(150L) shouldBe Some((120L, 150L))
+    kind.oldestNeeded(Long.MinValue) shouldBe Long.MinValue
+    kind.foldable(Long.MinValue) shouldBe None
+    CumulativeWindows.Resolved(10L, 60L, 5L).foldable(40L) shouldBe Some((5L, 35L))
+  }
 }

@@ -178,6 +178,39 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       assert(got == expected)
     }
 
+    test(s"${kind.name}: streaming in time order, the watermark just behind, equals batch as windows close micro-batch by micro-batch") {
+      import spark.implicits._
+      // no row is late, and each micro-batch's watermark closes the windows the one before it ended
+      val rows = events(kind, 13, 150).map { case (k, t, v) => (k, t + kind.spanSeconds * 1000000L, v) }.sortBy(_._2)
+      val expected = result(dataFrameApi(frame(rows), kind.definition))
+      val input = MemoryStream[(String, Long, Long)](spark)
+      val stream = input.toDF().toDF("k", "t", "v")
+        .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+        .withWatermark("ts", "0 seconds")
+      val name = s"conformance_ordered_${kinds.indexOf(kind)}"
+      val (options, mode) =
+        if (kind.finalInStreaming) (Map.empty[String, String], OutputMode.Append()) else (Map("emit" -> "updates"), OutputMode.Update())
+      val query = startWithoutNoDataBatches {
+        dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
+          .writeStream.format("memory").queryName(name).outputMode(mode).start()
+      }
+      try {
+        rows.grouped(rows.length / 6 + 1).foreach { part =>
+          input.addData(part)
+          query.processAllAvailable()
+        }
+        val far = kind.spanSeconds * 1000000L * 20
+        input.addData(Seq(("flush", far, 0L)))
+        query.processAllAvailable()
+        input.addData(Seq(("flush", far * 2, 0L)))
+        query.processAllAvailable()
+      } finally query.stop()
+      val got =
+        if (kind.finalInStreaming) result(spark.table(name))
+        else result(spark.table(name)).groupBy(o => (o.k, o.start, o.end)).values.map(_.maxBy(_.count)).toSeq.sortBy(_.order)
+      assert(got == expected)
+    }
+
     if (!kind.finalInStreaming) test(s"${kind.name}: streaming with emit=final is refused, since no window is ever final") {
       import spark.implicits._
       val stream = MemoryStream[(String, Long, Long)](spark).toDF().toDF("k", "t", "v")

@@ -292,6 +292,54 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
   }
 
   /**
+   * Folds the partials at times in [from, until), when there are two or more, into one at the
+   * earliest of them (merged in time order), rewriting only the blocks they are in. Not where rows
+   * list their windows: partials of different times list different ones.
+   */
+  def fold(from: Long, until: Long): Unit = {
+    require(listed.isEmpty, "partials that list their windows are not folded")
+    if (until <= from) return
+    val first = math.max(blockOf(from), 0)
+    val last = blockOf(until - 1)
+    if (last < first) return
+    val touched = (first to last).map(i => block(starts(i)))
+    if (touched.map(_.times.count(t => from <= t && t < until)).sum < 2) return
+    val builder = new PartialBlock.Builder(listing = false)
+    var folded: InternalRow = null
+    var foldedAt = 0L
+    def addFolded(): Unit = if (folded != null) {
+      builder.add(foldedAt, aggregates.toBytes(folded), null)
+      folded = null
+    }
+    touched.foreach { b =>
+      var k = 0
+      while (k < b.size) {
+        val t = b.times(k)
+        if (t < from) builder.add(b, k)
+        else if (t < until) {
+          if (folded == null) { folded = b.partial(k, aggregates); foldedAt = t }
+          else aggregates.mergeInto(folded, b.partial(k, aggregates))
+        } else {
+          addFolded()
+          builder.add(b, k)
+        }
+        k += 1
+      }
+    }
+    addFolded()
+    (first to last).foreach(i => remove(starts(i)))
+    val added = builder.result(MaxEntries).zipWithIndex.map { case ((b, encoded), piece) =>
+      // the first block keeps its key, at or before every time it holds
+      val start = if (piece == 0) starts(first) else b.first
+      removed -= start
+      loaded.update(start, b)
+      written.update(start, encoded)
+      start
+    }
+    starts = (starts.take(first) ++ starts.drop(last + 1) ++ added).sorted
+  }
+
+  /**
    * Writes the changed blocks and removes the dropped ones. A key's only block is kept inline when
    * its bytes are at hand (written now, or inline already); one unchanged in the map stays there.
    */

@@ -24,7 +24,9 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
  * blocks of partials kept as UnsafeRow bytes): the blocks' keys, and the block itself when it is
  * the key's only one; a key with more keeps them in a map of its own. Windows come from the kind's cursor over
  * the partials, as in batch; blocks no open window can need are dropped, so state stays within the
- * kind's largest span + grace. A micro-batch reads a key's blocks only when one of its windows has
+ * kind's largest span + grace, and where every window still to come holds a span of old partials
+ * whole (cumulative windows' period so far: [[windowagg.ResolvedWindows.foldable]]) they are folded
+ * into one, so a sweep does not read every step since the period began. A micro-batch reads a key's blocks only when one of its windows has
  * become final (or to emit changes), and otherwise only the blocks its new rows fall in. With early
  * firing, one more entry keeps the partial times changed since the key's last firing.
  *
@@ -317,7 +319,11 @@ private[spark] object PartialsByTime {
       // none once the latest one is late, so the key's state goes (its timer is set for then).
       val wakeUp = (next ++ waiting.map(r => windows.closesAt(r.time))).minOption
         .orElse(blocks.lastCloses(finality).filter(_ >= watermark))
-      if (wakeUp.isEmpty) blocks.clear() else blocks.dropBefore(finality.oldestNeeded(watermark))
+      if (wakeUp.isEmpty) blocks.clear()
+      else {
+        blocks.dropBefore(finality.oldestNeeded(watermark))
+        finality.foldable(watermark).foreach { case (start, until) => blocks.fold(start, until) }
+      }
       wakeUp
     }
 

@@ -18,7 +18,8 @@ import windowagg.spark.SparkAggregates
 /**
  * The streaming processor's blocks of partials against a plain sorted map of the same partials:
  * whatever the order of additions (before, inside, between and after blocks, at kept times, each
- * leaving out older partials of the blocks it rewrites), drops and restarts from the stored entries,
+ * leaving out older partials of the blocks it rewrites), folds of a span of times into its earliest,
+ * drops and restarts from the stored entries,
  * every sweep from any time sees exactly the partials kept (with their listed windows, where rows
  * list them), and no block outgrows its limit.
  */
@@ -65,7 +66,8 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val add = Gen.zip(Gen.choose(1, 150).flatMap(n => Gen.listOfN(n, Gen.zip(time, Gen.choose(-9L, 9L)))), keep).map {
       case (rows, k) => Add(rows, k)
     }
-    Gen.listOf(Gen.frequency(6 -> add, 2 -> Gen.choose(-600L, 600L).map(DropBefore(_)), 2 -> Gen.const(Restart)))
+    val fold = Gen.zip(Gen.choose(-600L, 600L), Gen.choose(0L, 500L)).map { case (from, length) => Fold(from, from + length) }
+    Gen.listOf(Gen.frequency(6 -> add, 2 -> Gen.choose(-600L, 600L).map(DropBefore(_)), 2 -> fold, 2 -> Gen.const(Restart)))
   }
 
   test("blocks keep exactly the partials a sorted map keeps, read from any time, after restarts, with listed windows or not") {
@@ -88,6 +90,15 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         case DropBefore(keep) =>
           blocks.dropBefore(keep)
           floor = math.max(floor, keep)
+        case Fold(start, until) if listed.isEmpty => // as the processor, from the oldest time it keeps
+          val from = math.max(start, floor)
+          blocks.fold(from, until)
+          val folded = expected.range(from, until).toList // a copy: the range is a view of the map
+          if (folded.size > 1) {
+            folded.foreach { case (t, _) => expected.remove(t) }
+            expected.update(folded.head._1, folded.flatMap(_._2))
+          }
+        case Fold(_, _) => // partials that list their windows are not folded
         case Restart => // from what the key's progress entry keeps: the starts and the inline block
           blocks.flush()
           blocks = new PartialBlocks(state, blocks.blockStarts, blocks.inlineBlock, aggregates, listed)
@@ -154,6 +165,27 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(new PartialBlocks(state, starts, inline, aggregates, None).from(Long.MinValue).map(_.time).toList == List(497L, 498L, 499L))
   }
 
+  test("a fold leaves one partial for the span, merged, and rewrites only the blocks it touches") {
+    val state = new MemoryMapState
+    val blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, None)
+    val times = (0L until 200L).toArray
+    blocks.add(times, times.map(t => partialOf(Seq(t))), null, Long.MinValue)
+    blocks.flush()
+    val before = state.entries.clone()
+    blocks.fold(10L, 150L)
+    blocks.flush()
+    val kept = blocks.from(Long.MinValue).map(p => (p.time, result(p.partial))).toList
+    assert(kept.map(_._1) == (0L until 10L).toList ++ (10L :: (150L until 200L).toList))
+    assert(kept.find(_._1 == 10L).map(_._2).contains(((10L until 150L).sum, 140L, 149L)))
+    // the last block held times from 150 on only: untouched
+    assert(state.entries.get(150L).exists(_ eq before(150L)))
+    blocks.fold(0L, 199L)
+    blocks.flush()
+    assert(blocks.inlineBlock != null && state.entries.isEmpty) // one block left: kept inline
+    assert(blocks.from(Long.MinValue).map(p => (p.time, result(p.partial))).toList ==
+      List((0L, ((0L until 199L).sum, 199L, 198L)), (199L, (199L, 1L, 199L))))
+  }
+
   test("a key's only block moves into the map when a second one comes, and back inline when a rewrite leaves one") {
     val state = new MemoryMapState
     def partials(times: Array[Long]) = times.map(t => partialOf(Seq(t)))
@@ -199,9 +231,10 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 }
 
 object PartialBlocksSuite {
-  /** One step of a generated script: add partials, drop blocks before a time, or restart from the stored entries. */
+  /** One step of a generated script: add partials, drop blocks before a time, fold a span, or restart from the stored entries. */
   private sealed trait Step
   private final case class Add(times: Seq[(Long, Long)], keep: Long) extends Step
   private final case class DropBefore(keep: Long) extends Step
+  private final case class Fold(from: Long, until: Long) extends Step
   private case object Restart extends Step
 }
