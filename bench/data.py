@@ -46,8 +46,8 @@ def sliding_batch_input(spark, rows: int, keys: int, density: float, seed: int, 
 
 
 def sliding_stream_files(spark, folder: Path, rows: int, batches: int, keys: int, density: float, seed: int,
-                         jitter_ms: int) -> list[Path]:
-    """(k, ts, v) files: `rows` events, the i-th at base + i / (keys * density) s plus up to jitter_ms, key
+                         jitter_ms: int, base_ms: int = BASE_MS) -> list[Path]:
+    """(k, ts, v) files: `rows` events, the i-th at base_ms + i / (keys * density) s plus up to jitter_ms, key
     uniform at random, written as `batches` files of consecutive events (harness.write_batches)."""
     from pyspark.sql import functions as F
 
@@ -57,7 +57,7 @@ def sliding_stream_files(spark, folder: Path, rows: int, batches: int, keys: int
               .select(F.col("id"),
                       (F.col("id") / per_batch).cast("int").alias("batch"),
                       F.floor(F.rand(seed) * keys).cast("int").alias("k"),
-                      (F.lit(BASE_MS) + F.floor(F.col("id") * step_ms + F.rand(seed + 1) * jitter_ms)).alias("ts_ms"),
+                      (F.lit(base_ms) + F.floor(F.col("id") * step_ms + F.rand(seed + 1) * jitter_ms)).alias("ts_ms"),
                       F.round(F.rand(seed + 2) * 1000.0, 3).alias("v"))
               .repartition(4, "batch")
               .sortWithinPartitions("batch", "id")

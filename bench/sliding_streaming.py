@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime as dt
 import shutil
 import statistics
 import sys
@@ -96,6 +97,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--size", type=int, default=10, help="window size S in seconds (default 10: ~100 events per window)")
     p.add_argument("--hop-divisor", type=int, default=10, help="hopping slide = S / this (default 10)")
     p.add_argument("--grace", type=float, default=2.0, help="watermark delay in seconds (default 2)")
+    p.add_argument("--start", help="the first event's time, ISO-8601 in UTC (default 2023-11-14T22:13:20: any fixed "
+                                   "instant; a midnight gives cumulative windows of a day a whole day of windows per time)")
     p.add_argument("--jitter-ms", type=int, default=500,
                    help="events are out of order by up to this many ms (default 500; below the grace, so none is late)")
     p.add_argument("--reps", type=int, help="timed runs per competitor (default 2; quick 1)")
@@ -127,6 +130,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 # ------------------------------------------------------------------------------ the queries
+
+def start_ms(iso: str) -> int:
+    """An ISO-8601 instant (UTC unless it says otherwise) in epoch milliseconds."""
+    t = dt.datetime.fromisoformat(iso)
+    return int((t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp() * 1000)
+
 
 def query(name: str, spark, a, source: Path):
     from pyspark.sql import functions as F
@@ -485,14 +494,15 @@ def main(argv=None) -> int:
         "finished": None,
         "workload": {"rows": a.rows, "keys": a.keys, "batches": a.batches, "rows_per_batch": per_batch,
                      "density": a.density, "size_s": a.size, "hop_ms": a.size * 1000 // a.hop_divisor,
-                     "grace_s": a.grace, "jitter_ms": a.jitter_ms, "warmup_batches": a.warmup_batches,
+                     "grace_s": a.grace, "jitter_ms": a.jitter_ms, "start": a.start, "warmup_batches": a.warmup_batches,
                      "warmup_runs": a.warmup_runs,
                      "event_seconds_per_batch": round(per_batch / (a.keys * a.density), 3)},
         "runs": [],
     })
     try:
         t0 = time.perf_counter()
-        files = data.sliding_stream_files(spark, work / "input", a.rows, a.batches, a.keys, a.density, a.seed, a.jitter_ms)
+        files = data.sliding_stream_files(spark, work / "input", a.rows, a.batches, a.keys, a.density, a.seed, a.jitter_ms,
+                                          data.BASE_MS if a.start is None else start_ms(a.start))
         log(f"input: {len(files)} files, {sum(f.stat().st_size for f in files) / 2**20:.1f} MiB "
             f"({time.perf_counter() - t0:.1f}s)")
         warm_n = min(a.warmup_batches, len(files))
