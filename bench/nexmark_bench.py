@@ -915,7 +915,8 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
                 frows.append([q, p, b, _f(f["events_per_s"]), f"{f['wall_s']:.2f}", f"{f['cpu_s']:.2f}",
                               f"{f['empty_job_warm_s']:.2f} / {f['empty_job_warm_cpu_s']:.2f}",
                               _f(f["cpu_us_per_event"], ".2f"), f"**{_f(f['cpu_us_per_event_beyond_empty'], '.2f')}**",
-                              _f(f.get("jit_s"), ".2f"), f"{f['startup_s']:.1f}", f"{f['empty_job_cold_s']:.1f}", f"{f['process_wall_s']:.1f}",
+                              _f(f.get("jit_s"), ".2f"), f"{f['startup_s']:.1f}", f"{f['empty_job_cold_s']:.1f}",
+                              f"{f['process_wall_s']:.1f}",
                               _f(f["rows"]), f["check_status"] + (" †" if f.get("contended") else "")])
     flink_table = report.table(
         ["query", "parallelism", "state backend", "events/s (job)", "job wall s", "job CPU s",

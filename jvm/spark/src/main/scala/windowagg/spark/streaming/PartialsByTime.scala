@@ -26,9 +26,10 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
  * the partials, as in batch; blocks no open window can need are dropped, so state stays within the
  * kind's largest span + grace, and where every window still to come holds a span of old partials
  * whole (cumulative windows' period so far: [[windowagg.ResolvedWindows.foldable]]) they are folded
- * into one, so a sweep does not read every step since the period began. A micro-batch reads a key's blocks only when one of its windows has
- * become final (or to emit changes), and otherwise only the blocks its new rows fall in. With early
- * firing, one more entry keeps the partial times changed since the key's last firing.
+ * into one, so a sweep does not read every step since the period began. A micro-batch reads a key's
+ * blocks only when one of its windows has become final (or to emit changes), and otherwise only the
+ * blocks its new rows fall in. With early firing, one more entry keeps the partial times changed
+ * since the key's last firing.
  *
  * Where rows list their own windows ([[windowagg.ListedWindows]], `listed`), each partial keeps
  * its windows in its block (a layout of its own), and finality asks them instead of the kind: a
