@@ -117,6 +117,39 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     }.sortBy(_.order)
   }
 
+  /**
+   * The kind's windows streamed from `batches` (one micro-batch each) with the watermark `delay` behind,
+   * then two far-future rows that make every window final: the final windows, or with updates each
+   * window's last value (the one with the most rows).
+   */
+  private def streamed(kind: Kind, name: String, delay: String, batches: Seq[Seq[(String, Long, Long)]]): Seq[Out] = {
+    import spark.implicits._
+    val input = MemoryStream[(String, Long, Long)](spark)
+    val stream = input.toDF().toDF("k", "t", "v")
+      .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
+      .withWatermark("ts", delay)
+    val (options, mode) =
+      if (kind.finalInStreaming) (Map.empty[String, String], OutputMode.Append()) else (Map("emit" -> "updates"), OutputMode.Update())
+    val query = startWithoutNoDataBatches {
+      dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
+        .writeStream.format("memory").queryName(name).outputMode(mode).start()
+    }
+    try {
+      batches.foreach { part =>
+        input.addData(part)
+        query.processAllAvailable()
+      }
+      // far-future rows move the watermark past every window of the real rows
+      val far = kind.spanSeconds * 1000000L * 20
+      input.addData(Seq(("flush", far, 0L)))
+      query.processAllAvailable()
+      input.addData(Seq(("flush", far * 2, 0L)))
+      query.processAllAvailable()
+    } finally query.stop()
+    if (kind.finalInStreaming) result(spark.table(name))
+    else result(spark.table(name)).groupBy(o => (o.k, o.start, o.end)).values.map(_.maxBy(_.count)).toSeq.sortBy(_.order)
+  }
+
   for (kind <- kinds) {
     test(s"${kind.name}: batch equals a brute-force enumeration of the definition") {
       for (seed <- 1 to 3) {
@@ -142,73 +175,20 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     }
 
     test(s"${kind.name}: streaming ${if (kind.finalInStreaming) "final windows" else "last updates"} equal batch under random micro-batch splits") {
-      import spark.implicits._
       // Spark's watermark starts at the epoch: times before it would be late in the first micro-batch
       val rows = events(kind, 11, 150).map { case (k, t, v) => (k, t + kind.spanSeconds * 1000000L, v) }
-      val expected = result(dataFrameApi(frame(rows), kind.definition))
-      val input = MemoryStream[(String, Long, Long)](spark)
-      val stream = input.toDF().toDF("k", "t", "v")
-        .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
-        .withWatermark("ts", s"${kind.spanSeconds * 4} seconds")
-      val name = s"conformance_${kinds.indexOf(kind)}"
-      val (options, mode) =
-        if (kind.finalInStreaming) (Map.empty[String, String], OutputMode.Append()) else (Map("emit" -> "updates"), OutputMode.Update())
-      val query = startWithoutNoDataBatches {
-        dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
-          .writeStream.format("memory").queryName(name).outputMode(mode).start()
-      }
-      try {
-        val shuffled = new Random(3).shuffle(rows)
-        val cuts = (Seq(0, shuffled.length) ++ Seq.fill(3)(new Random(5).nextInt(shuffled.length))).distinct.sorted
-        cuts.zip(cuts.tail).foreach { case (a, b) =>
-          input.addData(shuffled.slice(a, b))
-          query.processAllAvailable()
-        }
-        // far-future rows move the watermark past every window of the real rows
-        val far = kind.spanSeconds * 1000000L * 20
-        input.addData(Seq(("flush", far, 0L)))
-        query.processAllAvailable()
-        input.addData(Seq(("flush", far * 2, 0L)))
-        query.processAllAvailable()
-      } finally query.stop()
-      // with updates, a window's last value is the one with the most rows
-      val got =
-        if (kind.finalInStreaming) result(spark.table(name))
-        else result(spark.table(name)).groupBy(o => (o.k, o.start, o.end)).values.map(_.maxBy(_.count)).toSeq.sortBy(_.order)
-      assert(got == expected)
+      val shuffled = new Random(3).shuffle(rows)
+      val cuts = (Seq(0, shuffled.length) ++ Seq.fill(3)(new Random(5).nextInt(shuffled.length))).distinct.sorted
+      val got = streamed(kind, s"conformance_${kinds.indexOf(kind)}", s"${kind.spanSeconds * 4} seconds",
+        cuts.zip(cuts.tail).map { case (a, b) => shuffled.slice(a, b) })
+      assert(got == result(dataFrameApi(frame(rows), kind.definition)))
     }
 
     test(s"${kind.name}: streaming in time order, the watermark just behind, equals batch as windows close micro-batch by micro-batch") {
-      import spark.implicits._
       // no row is late, and each micro-batch's watermark closes the windows the one before it ended
       val rows = events(kind, 13, 150).map { case (k, t, v) => (k, t + kind.spanSeconds * 1000000L, v) }.sortBy(_._2)
-      val expected = result(dataFrameApi(frame(rows), kind.definition))
-      val input = MemoryStream[(String, Long, Long)](spark)
-      val stream = input.toDF().toDF("k", "t", "v")
-        .select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"))
-        .withWatermark("ts", "0 seconds")
-      val name = s"conformance_ordered_${kinds.indexOf(kind)}"
-      val (options, mode) =
-        if (kind.finalInStreaming) (Map.empty[String, String], OutputMode.Append()) else (Map("emit" -> "updates"), OutputMode.Update())
-      val query = startWithoutNoDataBatches {
-        dataFrameApi(stream, kind.definition, options).where(col("k") =!= "flush")
-          .writeStream.format("memory").queryName(name).outputMode(mode).start()
-      }
-      try {
-        rows.grouped(rows.length / 6 + 1).foreach { part =>
-          input.addData(part)
-          query.processAllAvailable()
-        }
-        val far = kind.spanSeconds * 1000000L * 20
-        input.addData(Seq(("flush", far, 0L)))
-        query.processAllAvailable()
-        input.addData(Seq(("flush", far * 2, 0L)))
-        query.processAllAvailable()
-      } finally query.stop()
-      val got =
-        if (kind.finalInStreaming) result(spark.table(name))
-        else result(spark.table(name)).groupBy(o => (o.k, o.start, o.end)).values.map(_.maxBy(_.count)).toSeq.sortBy(_.order)
-      assert(got == expected)
+      val got = streamed(kind, s"conformance_ordered_${kinds.indexOf(kind)}", "0 seconds", rows.grouped(rows.length / 6 + 1).toSeq)
+      assert(got == result(dataFrameApi(frame(rows), kind.definition)))
     }
 
     if (!kind.finalInStreaming) test(s"${kind.name}: streaming with emit=final is refused, since no window is ever final") {
