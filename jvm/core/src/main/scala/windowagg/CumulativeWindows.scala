@@ -91,15 +91,36 @@ object CumulativeWindows extends WindowSpec.Reader {
     override def sliceStart(time: Long): Long = Ticks.alignedDown(time, offsetTicks, stepTicks)
     override def partialsSpanTimes: Boolean = stepTicks > 1
 
-    override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
+    // every last tick is below Long.MaxValue: all windows of the time
+    override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit =
+      foreachWindowEndingIn(time, Long.MinValue, Long.MaxValue)(window)
+
+    // The windows of a time end at every step from its slice's end to its period's: only those from
+    // the step holding `from` on are listed, and none past `until` (a day's 8,640 steps of 10 s).
+    override def foreachWindowEndingIn(time: Long, from: Long, until: Long)(window: (Long, Long) => Unit): Long = {
       val period = periodOf(time)
       val last = endOf(period)
-      var end = sliceStart(time) + stepTicks // at most last: a step ends within its period
-      window(period, end)
-      while (end <= last - stepTicks) { // not end + step <= last, which wraps at the end of the range
-        end += stepTicks
+      // the first window whose last tick is at or after from ends a step after from's slice start
+      val first = if (from > time) sliceStart(from) else sliceStart(time)
+      if (first > last - stepTicks) return Long.MaxValue // every window of the period ends before from
+      var end = first + stepTicks
+      while (end - 1 < until) {
         window(period, end)
+        if (end > last - stepTicks) return Long.MaxValue // not end + step > last, which wraps at the end of the range
+        end += stepTicks
       }
+      end - 1
+    }
+
+    // all of a time's windows start at its period's start
+    override def foreachWindowStartingAfter(after: Long, time: Long)(window: (Long, Long) => Unit): Unit =
+      if (periodOf(time) > after) foreachWindow(time)(window)
+
+    // the first window of a time ends with its step
+    override def firstClosesAt(time: Long): Long = {
+      endOf(periodOf(time)) // fails, as listing the windows does, where the period ends beyond the range
+      val first = sliceStart(time) + stepTicks - 1
+      if (first >= Long.MaxValue - 1) time else first
     }
 
     override def closesAt(time: Long): Long = endOf(periodOf(time)) - 1

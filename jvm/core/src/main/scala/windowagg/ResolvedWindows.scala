@@ -51,12 +51,12 @@ trait ResolvedWindows extends Serializable {
   def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P]
 
   /**
-   * A [[cursor]] for a caller that wants only the windows whose last tick is before `lastTickBefore`
-   * and the earliest last tick of the others: a kind may leave those out (then
-   * [[windowagg.core.WindowCursor.leftOut]] says the earliest) instead of listing every later window of
-   * its partials. The whole cursor unless a kind does so.
+   * A [[cursor]] for a caller that wants only the windows whose last tick is in [`from`, `until`)
+   * and the earliest last tick at or after `until`: a kind may leave the others out (then
+   * [[windowagg.core.WindowCursor.leftOut]] says that earliest one) instead of listing every window of
+   * its partials, earlier ones included. The whole cursor unless a kind does so.
    */
-  def cursorBefore[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], lastTickBefore: Long): WindowCursor[P] =
+  def cursorEndingIn[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, until: Long): WindowCursor[P] =
     cursor(partials, agg)
 
   /**
@@ -143,6 +143,21 @@ trait EnumeratedWindows extends ResolvedWindows {
   def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit
 
   /**
+   * Hands `window(start, end)` the windows holding `time` whose last tick is in [`from`, `until`),
+   * and returns the earliest last tick at or after `until` among the others (Long.MaxValue if none).
+   * A kind with many windows per time (a cumulative period's) overrides it to list only those.
+   */
+  def foreachWindowEndingIn(time: Long, from: Long, until: Long)(window: (Long, Long) => Unit): Long = {
+    var later = Long.MaxValue
+    foreachWindow(time) { (start, end) =>
+      val last = end - 1
+      if (last >= until) later = math.min(later, last)
+      else if (last >= from) window(start, end)
+    }
+    later
+  }
+
+  /**
    * The windows holding `time` that start after `after` (< `time`): those a slice at `time` opens
    * when the slice before it was at `after`. A kind that finds them without listing all of a time's
    * windows overrides this.
@@ -162,10 +177,10 @@ trait EnumeratedWindows extends ResolvedWindows {
   override def cursor[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P]): WindowCursor[P] =
     new SlicingCursor[P](this, partials, agg)
 
-  // a slice may be in many later windows (every later one of a cumulative period): a sweep up to the
-  // watermark keeps only the windows it hands out, not those
-  override def cursorBefore[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], lastTickBefore: Long): WindowCursor[P] =
-    new SlicingCursor[P](this, partials, agg, lastTickBefore)
+  // a slice may be in many windows (every one of a cumulative period): a sweep from the last
+  // watermark up to this one keeps only the windows it hands out, not those
+  override def cursorEndingIn[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, until: Long): WindowCursor[P] =
+    new SlicingCursor[P](this, partials, agg, from, until)
 
   override def closesAt(time: Long): Long = {
     var latest = Long.MinValue

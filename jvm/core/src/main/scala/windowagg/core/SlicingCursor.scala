@@ -19,12 +19,14 @@ import windowagg.{EnumeratedWindows, ListedWindows, Window}
  * largest span behind the newest one are let go, so memory is bounded by one window's slices.
  *
  * @param partials one partial per slice, keyed by its slice start, strictly increasing
+ * @param lastTickFrom windows whose last tick is before it are left out: a streaming sweep has
+ *        emitted them already
  * @param lastTickBefore windows whose last tick is at or after it are left out, all but the
  *        earliest last tick among them ([[leftOut]]): a streaming sweep up to the watermark needs no
- *        more (slices that list their windows keep all of them)
+ *        more (slices that list their windows keep all of them, before either bound too)
  */
 final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reaching[P]], agg: PartialAggregation[P],
-    lastTickBefore: Long = Long.MaxValue) extends WindowCursor[P] {
+    lastTickFrom: Long = Long.MinValue, lastTickBefore: Long = Long.MaxValue) extends WindowCursor[P] {
 
   private val input = Ticks.strictlyIncreasing(partials, "window")(_.time)
   private val sliceTimes = new LongQueue()
@@ -73,7 +75,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     // pending already, so only windows starting after it are new (one per slice for hopping windows)
     if (slice.listed != null) addListed(t, slice.listed)
     else if (anySlice) kind.foreachWindowStartingAfter(previousSlice, t)(addWindow)
-    else kind.foreachWindow(t)(addWindow)
+    else leaveOut(kind.foreachWindowEndingIn(t, lastTickFrom, lastTickBefore)(addWindow))
     previousSlice = t
     anySlice = true
     sliceTimes += t
@@ -89,10 +91,14 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   }
 
   private def addWindow(start: Long, end: Long): Unit =
-    if (end - 1 < lastTickBefore) pending.add(Window(start, end))
-    else if (!anyLeftOut || end - 1 < earliestLeftOut) {
+    if (end - 1 >= lastTickBefore) leaveOut(end - 1)
+    else if (end - 1 >= lastTickFrom) pending.add(Window(start, end))
+
+  /** Notes a window left out for ending at or after the bound (none if `lastTick` is Long.MaxValue). */
+  private def leaveOut(lastTick: Long): Unit =
+    if (lastTick != Long.MaxValue && (!anyLeftOut || lastTick < earliestLeftOut)) {
       anyLeftOut = true
-      earliestLeftOut = end - 1
+      earliestLeftOut = lastTick
     }
 
   override def leftOut: Option[Long] = Option.when(anyLeftOut)(earliestLeftOut)

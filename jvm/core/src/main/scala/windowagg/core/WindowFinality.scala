@@ -40,7 +40,7 @@ final class WindowFinality(kind: ResolvedWindows) {
    */
   def windowsEndingIn[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, until: Long)(
       emit: (Long, Long, P) => Unit): Option[Long] = {
-    val cursor = kind.cursorBefore(partials, agg, until)
+    val cursor = kind.cursorEndingIn(partials, agg, from, until)
     while (cursor.advance()) {
       val last = kind.lastTick(cursor.end)
       if (last >= until) return Some(last)
@@ -53,7 +53,7 @@ final class WindowFinality(kind: ResolvedWindows) {
   def windowsChangedBy[P](partials: Iterator[Reaching[P]], agg: PartialAggregation[P], from: Long, times: Array[Long])(
       emit: (Long, Long, P) => Unit): Unit = {
     if (times.isEmpty) return
-    val cursor = kind.cursor(partials, agg)
+    val cursor = kind.cursorEndingIn(partials, agg, from, Long.MaxValue)
     while (cursor.advance()) {
       val start = cursor.start
       val end = cursor.end

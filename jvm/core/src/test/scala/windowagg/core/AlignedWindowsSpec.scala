@@ -74,6 +74,27 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     }
   }
 
+  test("property: a time's windows ending in a span, and those starting after a time, are the formula's, for hopping and cumulative windows") {
+    forAll(Gen.oneOf(hopping, cumulative), Gen.choose(-200L, 200L), Gen.choose(-250L, 250L), Gen.choose(-250L, 250L),
+        Gen.choose(-250L, 250L)) { (kind, t, a, b, after) =>
+      val (from, until) = (math.min(a, b), math.max(a, b))
+      val all = kind match {
+        case k: TimeWindows.Resolved => hoppingReference(k.sizeTicks, k.advanceTicks, k.offsetTicks, t)
+        case k: CumulativeWindows.Resolved => cumulativeReference(k.stepTicks, k.maxTicks, k.offsetTicks, t)
+      }
+      val inSpan = ArrayBuffer.empty[(Long, Long)]
+      val later = kind.foreachWindowEndingIn(t, from, until)((s, e) => inSpan += ((s, e)))
+      withClue(s"$kind, t $t, [$from, $until)\n") {
+        inSpan.toSet shouldBe all.filter { case (_, e) => e - 1 >= from && e - 1 < until }
+        inSpan.size shouldBe inSpan.toSet.size
+        later shouldBe all.map(_._2 - 1).filter(_ >= until).minOption.getOrElse(Long.MaxValue)
+        val startingAfter = ArrayBuffer.empty[(Long, Long)]
+        if (after < t) kind.foreachWindowStartingAfter(after, t)((s, e) => startingAfter += ((s, e)))
+        startingAfter.toSet shouldBe (if (after < t) all.filter(_._1 > after) else Set.empty)
+      }
+    }
+  }
+
   test("Spark's window() boundaries: 10-minute windows every 5 minutes starting 2 minutes past, before and after 1970") {
     val minute = 60000000L
     val kind = TimeWindows.Resolved(10 * minute, 5 * minute, 2 * minute)

@@ -125,6 +125,16 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     }
   }
 
+  /** Blocks holding one partial at each time 0 to 199 (of the value t), flushed to their own state. */
+  private def partialsAtTimes0To199(): (MemoryMapState, PartialBlocks) = {
+    val state = new MemoryMapState
+    val blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, None)
+    val times = (0L until 200L).toArray
+    blocks.add(times, times.map(t => partialOf(Seq(t))), null, Long.MinValue)
+    blocks.flush()
+    (state, blocks)
+  }
+
   test("a time added again with other listed windows fails naming it") {
     val blocks = new PartialBlocks(new MemoryMapState, Array.emptyLongArray, null, aggregates, Some(listedKind))
     blocks.add(Array(5L, 7L), Array(partialOf(Seq(1L)), partialOf(Seq(2L))), Array(Array(5L, 6L), Array(7L, 9L)), Long.MinValue)
@@ -135,11 +145,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("a dropped block is never read again, and clear leaves no entry") {
-    val state = new MemoryMapState
-    val blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, None)
-    val times = (0L until 200L).toArray
-    blocks.add(times, times.map(t => partialOf(Seq(t))), null, Long.MinValue)
-    blocks.flush()
+    val (state, blocks) = partialsAtTimes0To199()
     assert(state.entries.size == 4) // 200 partials in blocks of at most 64, split evenly
     blocks.dropBefore(120L)
     blocks.flush()
@@ -166,11 +172,7 @@ class PartialBlocksSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("a fold leaves one partial for the span, merged, and rewrites only the blocks it touches") {
-    val state = new MemoryMapState
-    val blocks = new PartialBlocks(state, Array.emptyLongArray, null, aggregates, None)
-    val times = (0L until 200L).toArray
-    blocks.add(times, times.map(t => partialOf(Seq(t))), null, Long.MinValue)
-    blocks.flush()
+    val (state, blocks) = partialsAtTimes0To199()
     val before = state.entries.clone()
     blocks.fold(10L, 150L)
     blocks.flush()
