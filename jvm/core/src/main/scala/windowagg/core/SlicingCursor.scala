@@ -46,8 +46,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var next: Reaching[P] = read()
 
   private var current: Window = _
+  // Long.MaxValue while none is left out: no window's last tick is, as its end is exclusive
   private var earliestLeftOut = Long.MaxValue
-  private var anyLeftOut = false
 
   def start: Long = current.start
   def end: Long = current.end
@@ -62,7 +62,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
       }
       if (next == null) return false
       // the windows of slices after the earliest one left out all end after it: none is wanted
-      if (anyLeftOut && next.time > earliestLeftOut) return false
+      if (next.time > earliestLeftOut) return false
       addSlice(next)
       next = read()
     }
@@ -95,13 +95,9 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     else if (end - 1 >= lastTickFrom) pending.add(Window(start, end))
 
   /** Notes a window left out for ending at or after the bound (none if `lastTick` is Long.MaxValue). */
-  private def leaveOut(lastTick: Long): Unit =
-    if (lastTick != Long.MaxValue && (!anyLeftOut || lastTick < earliestLeftOut)) {
-      anyLeftOut = true
-      earliestLeftOut = lastTick
-    }
+  private def leaveOut(lastTick: Long): Unit = earliestLeftOut = math.min(earliestLeftOut, lastTick)
 
-  override def leftOut: Option[Long] = Option.when(anyLeftOut)(earliestLeftOut)
+  override def leftOut: Option[Long] = Option.when(earliestLeftOut != Long.MaxValue)(earliestLeftOut)
 
   /**
    * The windows a slice's records listed themselves ([[ListedWindows]]). Every window pending holds
