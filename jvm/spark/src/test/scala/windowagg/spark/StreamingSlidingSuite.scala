@@ -33,6 +33,39 @@ class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
     spark.table(name)
   }
 
+  test("a restart under another spark.sql.shuffle.partitions keeps the checkpoint's: every key finds its state") {
+    import spark.implicits._
+    val rnd = new Random(7)
+    val events = (0 until 200).map(_ => (s"k${rnd.nextInt(20)}", ts(rnd.nextInt(300).toLong), rnd.nextInt(50).toLong))
+    val definition = SlidingWindows.of("30 seconds")
+    val expected = rows(windowsOf(events.toDF("k", "ts", "v"), definition))
+    val checkpoint = java.nio.file.Files.createTempDirectory("windowagg-partitions").toString
+    val emitted = new java.util.concurrent.ConcurrentLinkedQueue[String]()
+    val collect: (DataFrame, Long) => Unit = (batch, _) => batch.collect().foreach(r => emitted.add(r.toString))
+    val input = MemoryStream[(String, Timestamp, Long)](spark)
+    def start(): StreamingQuery =
+      windowsOf(input.toDF().toDF("k", "ts", "v").withWatermark("ts", "20 minutes"), definition).where(col("k") =!= "flush")
+        .writeStream.outputMode("append").option("checkpointLocation", checkpoint).foreachBatch(collect).start()
+    val (before, after) = events.splitAt(100)
+    val first = start()
+    try {
+      input.addData(before)
+      first.processAllAvailable()
+    } finally first.stop()
+    // Spark runs a stateful query on its checkpoint's partitions whatever the setting says at restart
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try {
+      val second = start()
+      try {
+        Seq(after, Seq(("flush", ts(100000), 0L)), Seq(("flush", ts(200000), 0L))).foreach { rows =>
+          input.addData(rows)
+          second.processAllAvailable()
+        }
+      } finally second.stop()
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "2")
+    assert(emitted.toArray.map(_.toString).toSeq.sorted == expected)
+  }
+
   test("final windows equal the batch result, whatever the micro-batch boundaries and order") {
     import spark.implicits._
     val rnd = new Random(42)
