@@ -2,6 +2,7 @@ package windowagg.spark
 
 import java.sql.Timestamp
 
+import scala.jdk.CollectionConverters._
 import scala.util.Random
 
 import org.apache.spark.sql.{AnalysisException, DataFrame, Row}
@@ -53,17 +54,18 @@ class StreamingSlidingSuite extends AnyFunSuite with SparkSessionFixture {
       first.processAllAvailable()
     } finally first.stop()
     // Spark runs a stateful query on its checkpoint's partitions whatever the setting says at restart
-    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    val partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", (partitions.toInt + 1).toString)
     try {
       val second = start()
       try {
-        Seq(after, Seq(("flush", ts(100000), 0L)), Seq(("flush", ts(200000), 0L))).foreach { rows =>
-          input.addData(rows)
+        Seq(after, Seq(("flush", ts(100000), 0L)), Seq(("flush", ts(200000), 0L))).foreach { batch =>
+          input.addData(batch)
           second.processAllAvailable()
         }
       } finally second.stop()
-    } finally spark.conf.set("spark.sql.shuffle.partitions", "2")
-    assert(emitted.toArray.map(_.toString).toSeq.sorted == expected)
+    } finally spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    assert(emitted.asScala.toSeq.sorted == expected)
   }
 
   test("final windows equal the batch result, whatever the micro-batch boundaries and order") {
