@@ -15,7 +15,7 @@ class WindowAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectResolutionRule(session => PlaceWindowColumn(session))
     extensions.injectHintResolutionRule(session => streaming.StreamingStartCheck(session))
     extensions.injectPostHocResolutionRule(session => PlanWindowAggregation(session))
-    extensions.injectPlannerStrategy(_ => WindowAggStrategy)
+    extensions.injectPlannerStrategy(session => WindowAggStrategy(session))
     (SqlFunctions.grouping ++ SqlFunctions.views).foreach { f =>
       extensions.injectFunction((FunctionIdentifier(f.name), info(f.name, f.usage), f.build))
     }

@@ -113,10 +113,10 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     val file = checkpoint.resolve("windowagg").resolve("state.json")
     val record = Files.readString(file)
     Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
-    Files.writeString(file, record.replace("\"version\" : 2", "\"version\" : 7"))
+    Files.writeString(file, record.replace("\"version\" : 3", "\"version\" : 7"))
     val version = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds")), "append", Some(checkpoint)))
     assert(version.contains("its 'sessions' state is version 7"), version)
-    assert(version.contains("reads version 2 only"), version)
+    assert(version.contains("reads version 3 only"), version)
     assert(version.contains("in a layout this release cannot read"), version)
 
     Files.writeString(file, record.replace("\"format\" : 1", "\"format\" : 9"))
@@ -128,14 +128,15 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     assert(broken.contains("cannot read windowagg's state record"), broken)
   }
 
-  test("a checkpoint written before records were kept (0.1.0) holds first versions: rows restart, partials by time fail") {
+  test("a checkpoint written before records were kept (0.1.0) holds first versions, which fail at start naming them") {
     val counts = CountWindows.of(10)
     val checkpoint = Files.createTempDirectory("windowagg-legacy")
     val input = newInput()
     runOnce(windowed(input, counts), input, checkpoint)
     Files.delete(checkpoint.resolve("windowagg").resolve("state.json"))
-    start(windowed(newInput(), counts), "append", Some(checkpoint)).stop()
-    assert(Files.exists(checkpoint.resolve("windowagg").resolve("state.json")))
+    val rows = refused(start(windowed(newInput(), counts), "append", Some(checkpoint)))
+    assert(rows.contains("its 'rows' state is version 1"), rows)
+    assert(rows.contains("reads version 2 only"), rows)
 
     val sliding = Files.createTempDirectory("windowagg-legacy-sliding")
     val slidingInput = newInput()
@@ -143,20 +144,32 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     Files.delete(sliding.resolve("windowagg").resolve("state.json"))
     val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(sliding)))
     assert(message.contains("its 'partials by time' state is version 1"), message)
-    assert(message.contains("reads versions 2 to 4 only"), message)
+    assert(message.contains("reads version 5 only"), message)
   }
 
-  test("state of an earlier version this release reads restarts, and is recorded as this release's version") {
+  test("state as 0.3.0 kept it (per key, not per state partition) fails at start naming the versions") {
     val checkpoint = Files.createTempDirectory("windowagg-earlier")
     val input = newInput()
     runOnce(windowed(input, SlidingWindows.of("10 seconds")), input, checkpoint)
     val file = checkpoint.resolve("windowagg").resolve("state.json")
     val record = Files.readString(file)
-    assert(record.contains("\"version\" : 4"), record)
+    assert(record.contains("\"version\" : 5"), record)
     Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
-    Files.writeString(file, record.replace("\"version\" : 4", "\"version\" : 2")) // as 0.3.0 wrote it
-    start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(checkpoint)).stop()
-    assert(Files.readString(file).contains("\"version\" : 4"))
+    Files.writeString(file, record.replace("\"version\" : 5", "\"version\" : 2")) // as 0.3.0 wrote it
+    val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(checkpoint)))
+    assert(message.contains("its 'partials by time' state is version 2"), message)
+    assert(message.contains("reads version 5 only"), message)
+  }
+
+  test("a layout that reads earlier versions takes over their records, and no other layout's or later version's") {
+    val fields = Seq("window" -> "sliding 10 seconds", "keys" -> "k STRING")
+    val now = StateRecord("partials by time", 4, fields, readsFrom = Some(2))
+    assert(now.reads(StateRecord("partials by time", 2, fields)))
+    assert(now.reads(StateRecord("partials by time", 4, fields)))
+    assert(!now.reads(StateRecord("partials by time", 1, fields)))
+    assert(!now.reads(StateRecord("partials by time", 5, fields)))
+    assert(!now.reads(StateRecord("sessions", 3, fields)))
+    assert(!StateRecord("partials by time", 4, fields).reads(StateRecord("partials by time", 3, fields)))
   }
 
   test("differences are said per aggregation when a query has several") {

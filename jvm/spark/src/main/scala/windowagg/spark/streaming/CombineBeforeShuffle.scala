@@ -43,19 +43,20 @@ object Combine {
 }
 
 /**
- * A streaming aggregation's rows on their way to the processor: per row the keys, the row's values
- * whole ([[StreamingWindowSpec.Whole]]) or null, and a piece of combined rows
- * ([[StreamingWindowSpec.Piece]]) or null, as `spec.combine` says. The child's output is the row's
- * values (the spec's value attributes, in order), then the grouping keys. Only rows that cannot be
- * late and are certain to be in a window combine; a window holding them stays open past the
- * micro-batch's watermark. Others (and rows with a null time, or in no window) cross whole, since
- * only the processor's state can tell whether they are late or end in no window, and such a row is
- * emitted whole.
+ * A streaming aggregation's rows on their way to the processor ([[StreamingWindowSpec.inputSchema]]):
+ * per row the keys packed ([[StreamingWindowSpec.KeyBytes]]), the row's values whole
+ * ([[StreamingWindowSpec.Whole]]) or null, a piece of combined rows ([[StreamingWindowSpec.Piece]])
+ * or null, as `spec.combine` says, and the keys' state partition ([[KeyBucket]]), by which Spark
+ * groups them. The child's output is the row's values (the spec's value attributes, in order), then
+ * the grouping keys. Only rows that cannot be late and are certain to be in a window combine; a
+ * window holding them stays open past the micro-batch's watermark. Others (and rows with a null
+ * time, or in no window) cross whole, since only the processor's state can tell whether they are
+ * late or end in no window, and such a row is emitted whole.
  */
-case class CombineBeforeShuffle(spec: StreamingWindowSpec, keys: Seq[Attribute], whole: Attribute, piece: Attribute,
-    child: LogicalPlan) extends UnaryNode {
-  override def output: Seq[Attribute] = keys ++ Seq(whole, piece)
-  override def producedAttributes: AttributeSet = AttributeSet(Seq(whole, piece))
+case class CombineBeforeShuffle(spec: StreamingWindowSpec, keys: Seq[Attribute], keyBytes: Attribute, whole: Attribute,
+    piece: Attribute, bucket: Attribute, child: LogicalPlan) extends UnaryNode {
+  override def output: Seq[Attribute] = Seq(keyBytes, whole, piece, bucket)
+  override def producedAttributes: AttributeSet = AttributeSet(output)
   override protected def withNewChildInternal(newChild: LogicalPlan): CombineBeforeShuffle = copy(child = newChild)
 }
 
@@ -101,20 +102,39 @@ object CombineBeforeShuffle {
       "micro-batch trigger")
 
   /**
-   * The physical plan of `node` over its planned child: rows packed whole; Spark's partial
-   * aggregation per (key, partial time) after [[StreamingIntakeExec]] sends the uncertain rows
-   * whole; or the sessions' runs ([[SessionRunsExec]]). In real-time mode rows always cross whole.
+   * The physical plan of `node` over its planned child, for a query whose state has `partitions`
+   * partitions: rows packed whole; Spark's partial aggregation per (key, partial time) after
+   * [[StreamingIntakeExec]] sends the uncertain rows whole; or the sessions' runs
+   * ([[SessionRunsExec]]). In real-time mode rows always cross whole. Then each row's keys are
+   * packed and given their partition's group, and rows are shuffled to their partition and sorted by
+   * key there, so the processor takes each key's rows together (Spark's own sort, which spills,
+   * instead of holding a partition's rows). In real-time mode, which sorts nothing, rows come as they
+   * arrive, and the processor takes each run of one key's rows as it comes.
    */
-  def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan = {
+  def plan(node: CombineBeforeShuffle, child: SparkPlan, partitions: Int): SparkPlan = {
+    val realTime = inRealTimeMode(node)
+    val combined = combine(node, child, realTime)
+    val keys = combined.output.take(node.keys.length).map(SparkInternals.normalizedKey)
+    val shipped = ProjectExec(Seq(
+      Alias(PackedRow(keys), node.keyBytes.name)(exprId = node.keyBytes.exprId),
+      node.whole,
+      node.piece,
+      Alias(KeyBucket(keys, partitions), node.bucket.name)(exprId = node.bucket.exprId)), combined)
+    if (realTime) shipped
+    else SparkInternals.shuffledAndSorted(Seq(node.bucket), partitions, Seq(node.bucket, node.keyBytes).map(SortOrder(_, Ascending)), shipped)
+  }
+
+  /** The rows as `spec.combine` (or real-time mode) combines them: the keys, then the row whole or null, then the piece or null. */
+  private def combine(node: CombineBeforeShuffle, child: SparkPlan, realTime: Boolean): SparkPlan = {
     val spec = node.spec
     val values = child.output.take(spec.valueAttributes.length)
-    val combine = if (inRealTimeMode(node)) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
+    val combine = if (realTime) Combine.none("real-time mode: each row is processed as it arrives") else spec.combine
     combine match {
       case _: Combine.Rows =>
         ProjectExec(node.keys ++ Seq(
           Alias(PackedRow(values), node.whole.name)(exprId = node.whole.exprId),
           Alias(Literal(null, BinaryType), node.piece.name)(exprId = node.piece.exprId)), child)
-      case _: Combine.SessionRuns => SessionRunsExec(spec, node.keys, node.output, child)
+      case _: Combine.SessionRuns => SessionRunsExec(spec, node.keys, node.keys ++ Seq(node.whole, node.piece), child)
       case _: Combine.PartialsByTime =>
         val partialTime = AttributeReference("_partial_time", LongType)()
         val uncertain = AttributeReference("_uncertain_row", BinaryType)()

@@ -7,7 +7,6 @@ import scala.collection.mutable
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, BindReferences, BoundReference, Expression, InterpretedOrdering, SortOrder, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.streaming.{ListState, MapState, StatefulProcessorHandle, TTLConfig, ValueState}
 
 import windowagg.{ResolvedWindows, RowWindows, WindowDefinition}
 import windowagg.core.{RowFinality, Timed}
@@ -28,7 +27,13 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowAggError, Win
  * Rows are never combined before the shuffle: a window counts them.
  */
 private[spark] object CountedRows extends StreamingKind {
-  override val layout: StateLayout = StateLayout("rows", 1)
+  /**
+   * Version 1 (0.2.0 to 0.4.0) kept a key's rows and positions under the key itself, with a timer of
+   * Spark's per key; version 2 keeps them under the key's state partition (`KeyStates`, `Timers`),
+   * the waiting rows as one entry and the positions and times as another, which no earlier version's
+   * entries can be moved to.
+   */
+  override val layout: StateLayout = StateLayout("rows", 2)
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine =
     Combine.none("Storm's windows are cut at rows")
@@ -43,8 +48,8 @@ private[spark] object CountedRows extends StreamingKind {
           "its windows come out final only; use emit 'final' (and the append output mode)")
     }
 
-  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
-    new Logic(spec, tools, handle, timers)
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
+    new Logic(spec, tools, states, timers)
 
   /** A waiting row as stored: time, tie-order row (its length first), partial aggregate. */
   def waitingEntry(time: Long, order: UnsafeRow, partial: Array[Byte]): Array[Byte] = {
@@ -72,17 +77,56 @@ private[spark] object CountedRows extends StreamingKind {
   def settledEntry(time: Long, partial: Array[Byte]): Array[Byte] =
     ByteBuffer.allocate(8 + partial.length).putLong(time).put(partial).array()
 
-  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers) extends KeyLogic {
+  /** The waiting rows as stored: one entry, each row's length then its bytes. */
+  def encodeWaiting(rows: Seq[Array[Byte]]): Array[Byte] = {
+    val buffer = ByteBuffer.allocate(rows.map(4 + _.length).sum)
+    rows.foreach(r => buffer.putInt(r.length).put(r))
+    buffer.array()
+  }
+
+  def decodeWaiting(bytes: Array[Byte]): Vector[Array[Byte]] = {
+    val buffer = ByteBuffer.wrap(bytes)
+    val rows = Vector.newBuilder[Array[Byte]]
+    while (buffer.hasRemaining) {
+      val row = new Array[Byte](buffer.getInt)
+      buffer.get(row)
+      rows += row
+    }
+    rows.result()
+  }
+
+  private val NoValue = Long.MinValue
+
+  /**
+   * A key's positions and times, one state entry: its settled rows are at positions [`first`,
+   * `next`); rows in no window are accounted for before `accountedBefore`; rows are settled up to
+   * the watermark `settledUntil`; with Storm's window view, the first row of the last window; and
+   * the key's timer (the last two [[NoValue]] when there is none).
+   */
+  private final class Progress(var first: Long, var next: Long, var accountedBefore: Long, var settledUntil: Long,
+      var lastWindowHead: Long, var timerMs: Long) {
+    def timer: Option[Long] = Option.when(timerMs != NoValue)(timerMs)
+
+    def encode: Array[Byte] =
+      ByteBuffer.allocate(48).putLong(first).putLong(next).putLong(accountedBefore).putLong(settledUntil)
+        .putLong(lastWindowHead).putLong(timerMs).array()
+  }
+
+  private object Progress {
+    def empty: Progress = new Progress(0L, 0L, 0L, Long.MinValue, NoValue, NoValue)
+
+    def decode(bytes: Array[Byte]): Progress = {
+      val in = ByteBuffer.wrap(bytes)
+      new Progress(in.getLong, in.getLong, in.getLong, in.getLong, in.getLong, in.getLong)
+    }
+  }
+
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val kind = spec.windows.asInstanceOf[RowWindows]
-    private val settled: MapState[Long, Array[Byte]] =
-      handle.getMapState[Long, Array[Byte]]("settled", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
-    private val waiting: ListState[Array[Byte]] = handle.getListState[Array[Byte]]("waiting", Encoders.BINARY, TTLConfig.NONE)
-    private val firstPosition: ValueState[Long] = handle.getValueState[Long]("firstPosition", Encoders.scalaLong, TTLConfig.NONE)
-    private val accountedBefore: ValueState[Long] = handle.getValueState[Long]("accountedBefore", Encoders.scalaLong, TTLConfig.NONE)
-    private val settledUntil: ValueState[Long] = handle.getValueState[Long]("settledUntil", Encoders.scalaLong, TTLConfig.NONE)
-    private val lastWindowHead: ValueState[Long] = handle.getValueState[Long]("lastWindowHead", Encoders.scalaLong, TTLConfig.NONE)
-    private val timer: ValueState[Long] = handle.getValueState[Long]("timer", Encoders.scalaLong, TTLConfig.NONE)
+    private val settled: Entries[Long, Array[Byte]] = states.map("settled", Encoders.scalaLong, Encoders.BINARY)
+    private val waiting = states.value("waiting", Encoders.BINARY)
+    private val progressState = states.value("progress", Encoders.BINARY)
     private val finality = new RowFinality(kind)
     private val order = spec.tieOrder.map(BindReferences.bindReference(_: Expression, spec.valueAttributes))
     private val tieOrder = UnsafeProjection.create(order)
@@ -92,7 +136,8 @@ private[spark] object CountedRows extends StreamingKind {
     })
 
     override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
-      var deadline = settle(watermark, out)
+      val progress = readProgress()
+      var deadline = settle(progress, watermark, out)
       val arrived = mutable.ArrayBuffer.empty[Array[Byte]]
       rows.foreach { in =>
         if (finality.isLate(in.time, watermark)) out.notWindowed(in.whole, NotWindowed.Late, in.count)
@@ -103,38 +148,41 @@ private[spark] object CountedRows extends StreamingKind {
           deadline = Some(math.min(deadline.getOrElse(Long.MaxValue), in.time))
         }
       }
-      if (arrived.nonEmpty) waiting.appendList(arrived.toArray)
-      scheduleTimer(deadline)
+      if (arrived.nonEmpty) waiting.update(encodeWaiting(readWaiting() ++ arrived))
+      scheduleTimer(progress, deadline)
+      progressState.update(progress.encode)
     }
 
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
-      timer.clear() // the fired timer is gone
-      scheduleTimer(settle(watermark, out))
+      val progress = readProgress()
+      progress.timerMs = NoValue // the fired timer is gone
+      scheduleTimer(progress, settle(progress, watermark, out))
+      progressState.update(progress.encode)
     }
 
     override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
-      settle(watermark, out, again = true)
+      val progress = readProgress()
+      settle(progress, watermark, out, again = true)
       // every row is behind the watermark now: those no window took yet never will be
       var position = unwindowedFrom
       while (position < keptUntil) {
         out.notWindowed(NotWindowed.Expired)
         position += 1
       }
-      waiting.get().foreach(_ => out.notWindowed(NotWindowed.Expired))
-      settled.clear()
+      readWaiting().foreach(_ => out.notWindowed(NotWindowed.Expired))
+      (progress.first until progress.next).foreach(settled.remove)
       waiting.clear()
-      Seq(firstPosition, accountedBefore, settledUntil, lastWindowHead, timer).foreach(_.clear())
+      progressState.clear()
     }
 
-    /** Keeps the key's one timer (also kept in `timer`) at the expiry of `nextEnd`, or none. */
-    private def scheduleTimer(nextEnd: Option[Long]): Unit = {
-      val current = if (timer.exists()) Some(timer.get()) else None
-      timers.move(current, nextEnd.map(timers.expiryMs)) match {
-        case same if same == current =>
-        case Some(ms) => timer.update(ms)
-        case None => timer.clear()
-      }
-    }
+    /** Keeps the key's one timer (also kept in its progress) at the expiry of `nextEnd`, or none. */
+    private def scheduleTimer(progress: Progress, nextEnd: Option[Long]): Unit =
+      progress.timerMs = timers.move(progress.timer, nextEnd.map(timers.expiryMs)).getOrElse(NoValue)
+
+    // one read: get() is null for a key without state
+    private def readProgress(): Progress = Option(progressState.get()).map(Progress.decode).getOrElse(Progress.empty)
+
+    private def readWaiting(): Vector[Array[Byte]] = Option(waiting.get()).map(decodeWaiting).getOrElse(Vector.empty)
 
     // after settle: the positions of the kept rows that no window has taken yet
     private var unwindowedFrom = 0L
@@ -146,36 +194,37 @@ private[spark] object CountedRows extends StreamingKind {
      * key must be looked at: its earliest waiting row, or the end of a window its rows already make.
      * Done once per watermark, unless `again` (windows already reported are not reported twice).
      */
-    private def settle(watermark: Long, out: Emitter, again: Boolean = false): Option[Long] = {
-      val from = if (settledUntil.exists()) settledUntil.get() else Long.MinValue
-      if (watermark <= from && !again) return if (timer.exists()) Some(timers.timerEnd(timer.get())) else None
-      val (ready, still) = waiting.get().map(WaitingRow(_, tieFields)).toArray.partition(_.time < watermark)
-      val first = if (firstPosition.exists()) firstPosition.get() else 0L
-      val kept = settled.iterator().toArray.sortBy(_._1).map { case (_, bytes) =>
-        val buffer = ByteBuffer.wrap(bytes)
-        Timed(buffer.getLong, java.util.Arrays.copyOfRange(bytes, 8, bytes.length))
+    private def settle(progress: Progress, watermark: Long, out: Emitter, again: Boolean = false): Option[Long] = {
+      val from = progress.settledUntil
+      if (watermark <= from && !again) return progress.timer.map(timers.timerEnd)
+      val (ready, still) = readWaiting().map(WaitingRow(_, tieFields)).toArray.partition(_.time < watermark)
+      val first = progress.first
+      val kept = (first until progress.next).map { position =>
+        val bytes = settled.get(position)
+        Timed(ByteBuffer.wrap(bytes).getLong, java.util.Arrays.copyOfRange(bytes, 8, bytes.length))
       }
       val arriving = ready.sortWith((a, b) => a.time < b.time || (a.time == b.time && tieOrdering.compare(a.order, b.order) < 0))
       arriving.iterator.zipWithIndex.foreach { case (row, i) =>
-        settled.updateValue(first + kept.length + i, settledEntry(row.time, row.partial))
+        settled.update(progress.next + i, settledEntry(row.time, row.partial))
       }
+      progress.next += arriving.length
       val rows = (kept.iterator ++ arriving.iterator.map(r => Timed(r.time, r.partial)))
         .map(r => Timed(r.time, aggregates.fromBytes(r.partial))).toIndexedSeq
-      val accounted = if (accountedBefore.exists()) accountedBefore.get() else first
-      val previousWindowHead = if (lastWindowHead.exists()) Some(lastWindowHead.get()) else None
-      val result = finality.settle(rows, first, accounted, from, watermark, aggregates, spec.withViews, previousWindowHead) { w =>
+      val previousWindowHead = Option.when(progress.lastWindowHead != NoValue)(progress.lastWindowHead)
+      val result = finality.settle(rows, first, progress.accountedBefore, from, watermark, aggregates, spec.withViews,
+          previousWindowHead) { w =>
         if (spec.withViews) out.finalWindow(w.start, w.end, w.aggregate, w.newRows, w.expiredRows)
         else out.finalWindow(w.start, w.end, w.aggregate)
       }(_ => out.notWindowed(NotWindowed.NoWindow))
-      (first until first + result.drop).foreach(settled.removeKey)
+      (first until first + result.drop).foreach(settled.remove)
       unwindowedFrom = result.unwindowedFrom
       keptUntil = first + rows.length
-      firstPosition.update(first + result.drop)
-      accountedBefore.update(result.accountedBefore)
-      settledUntil.update(watermark)
-      if (spec.withViews) result.lastWindowHead.foreach(lastWindowHead.update)
+      progress.first = first + result.drop
+      progress.accountedBefore = result.accountedBefore
+      progress.settledUntil = watermark
+      if (spec.withViews) result.lastWindowHead.foreach(progress.lastWindowHead = _)
       if (ready.nonEmpty) {
-        if (still.isEmpty) waiting.clear() else waiting.put(still.map(_.bytes))
+        if (still.isEmpty) waiting.clear() else waiting.update(encodeWaiting(still.map(_.bytes).toSeq))
       }
       val nextWaiting = if (still.isEmpty) None else Some(still.map(_.time).min)
       (nextWaiting ++ result.nextEnd).minOption

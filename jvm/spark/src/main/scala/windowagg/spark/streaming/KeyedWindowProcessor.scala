@@ -18,6 +18,11 @@ import windowagg.spark.{NotWindowed, SparkAggregates, WindowView, WindowsOfKey}
  * time), for every kind: it reads each input row once ([[windowagg.spark.RowIntake]] routes the rows the definition
  * does not window), hands the kind's `KeyLogic` the rest, and emits what the kind reports through
  * the query's [[Emission]] policy, as rows of [[StreamingWindowSpec.outputSchema]] in binary form.
+ *
+ * Spark groups the rows by state partition ([[KeyBucket]]), not by key: a call takes a partition's
+ * rows, each key's together (sorted by key before; in real-time mode, runs of a key as they come),
+ * and the kinds keep their state per key in `KeyStates` and their timers in `Timers`, so that
+ * Spark keeps one timer per partition instead of one per key.
  */
 final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
   @transient private var tools: TaskTools = _
@@ -26,9 +31,10 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   @transient private var keyWindows: WindowsOfKey = _
   @transient private var emitter: Emitter = _
   @transient private var whole: UnsafeRow = _
+  @transient private var states: KeyStates = _
   @transient private var timers: Timers = _
   // with expireIdleKeys: the latest time among the key's rows
-  @transient private var latestRow: ValueState[Long] = _
+  @transient private var latestRow: KeyStates#KeyValue[java.lang.Long] = _
   @transient private var latestSeen: Option[Long] = None
 
   private val kind: StreamingKind = spec.kind
@@ -48,11 +54,10 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)
-    timers = new Timers(spec, getHandle)
-    if (spec.expireIdleAfter.isDefined) {
-      latestRow = getHandle.getValueState[Long]("latestRow", Encoders.scalaLong, TTLConfig.NONE)
-    }
-    logic = kind.open(spec, tools, getHandle, timers)
+    states = new KeyStates(getHandle)
+    timers = new Timers(spec, getHandle, states)
+    if (spec.expireIdleAfter.isDefined) latestRow = states.value("latestRow", Encoders.LONG)
+    logic = kind.open(spec, tools, states, timers)
   }
 
   override def close(): Unit = if (tools != null) {
@@ -65,25 +70,40 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     if (spec.processingTime) timerValues.getCurrentProcessingTimeInMs() else timerValues.getCurrentWatermarkInMs(),
     spec.ticksPerMilli)
 
-  override def handleInputRows(key: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
-    val keyRow = tools.keyToInternal(key).copy()
+  override def handleInputRows(bucket: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
+    timers.start()
+    val rows = inputRows.buffered
+    // each key's rows come together: one key at a time, its output taken before the next key is read
+    Iterator.continually(rows).takeWhile(_.hasNext).flatMap { _ =>
+      val keyBytes = rows.head.getAs[Array[Byte]](KeyBytesOrdinal)
+      val ofKey = new Iterator[Row] {
+        override def hasNext: Boolean = rows.hasNext && java.util.Arrays.equals(rows.head.getAs[Array[Byte]](KeyBytesOrdinal), keyBytes)
+        override def next(): Row = rows.next()
+      }
+      val out = onRows(keyBytes, ofKey, watermark)
+      ofKey.foreach(_ => ()) // a kind reads every row; none may be left for the next key
+      out
+    }
+  }
+
+  /** One key's rows of a micro-batch. */
+  private def onRows(keyBytes: Array[Byte], inputRows: Iterator[Row], watermark: Long): Iterator[Array[Byte]] = {
+    val keyRow = useKey(keyBytes)
     input.intake.use(keyWindows(keyRow))
-    emitter.start(keyRow)
     // a key idle for long enough is forgotten before its new rows start it afresh
-    expireIfIdle(keyRow, watermark, firing = None)
+    expireIfIdle(keyRow, watermark)
     var latest = latestSeen
     val before = latest
-    val keyFields = spec.keySchema.length
     // rows the definition does not window go out here; the kind sees the others
     val windowed = inputRows.flatMap { row =>
-      input.piece = if (row.isNullAt(keyFields + 1)) null else row.getAs[Array[Byte]](keyFields + 1)
-      if (row.isNullAt(keyFields)) {
+      input.piece = if (row.isNullAt(PieceOrdinal)) null else row.getAs[Array[Byte]](PieceOrdinal)
+      if (row.isNullAt(WholeOrdinal)) {
         input.whole = null
         input.count = 1L
         Some(input)
       } else {
-        val bytes = row.getAs[Array[Byte]](keyFields)
+        val bytes = row.getAs[Array[Byte]](WholeOrdinal)
         whole.pointTo(bytes, bytes.length)
         // in processing time a row's time is when the processor reads it: current_timestamp() is the
         // micro-batch's time, as this clock is, except in real-time mode, where this clock is live
@@ -92,10 +112,10 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
         input.count = if (input.piece == null) 1L else logic.countOf(input.piece)
         val why = input.intake.classify(whole)
         if (why == null) {
-          // the kind moves its timer after reading every row, so the deadline is the batch's by then
+          // the kind moves its timer after reading every row, so the time the key idles at is the batch's by then
           if (latestRow != null && latest.forall(_ < input.time)) {
             latest = Some(input.time)
-            timers.deadline = latest.map(idleDeadlineMs)
+            timers.idleAt = latest.map(idleAtMs)
           }
           Some(input)
         } else {
@@ -105,35 +125,47 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
       }
     }
     logic.onRows(keyRow, windowed, watermark, emitter)
-    if (latest != before) latest.foreach(latestRow.update)
+    if (latest != before) latest.foreach(t => latestRow.update(t))
     emitter.finish()
   }
 
-  override def handleExpiredTimer(key: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
-    val keyRow = tools.keyToInternal(key).copy()
+  /** The partition's timer: every key whose own timer is due (`Timers.sweep`). */
+  override def handleExpiredTimer(bucket: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
+    timers.start()
+    timers.sweep(Math.floorDiv(watermark, spec.ticksPerMilli)).flatMap { keyBytes =>
+      val keyRow = useKey(keyBytes)
+      if (!expireIfIdle(keyRow, watermark)) logic.onTimer(keyRow, watermark, emitter)
+      emitter.finish()
+    }
+  }
+
+  /** The key whose state, timer and output come next. */
+  private def useKey(keyBytes: Array[Byte]): UnsafeRow = {
+    val keyRow = new UnsafeRow(spec.keySchema.length)
+    keyRow.pointTo(keyBytes, keyBytes.length)
+    states.use(keyBytes)
     emitter.start(keyRow)
-    if (!expireIfIdle(keyRow, watermark, Some(expiredTimerInfo.getExpiryTimeInMs()))) logic.onTimer(keyRow, watermark, emitter)
-    emitter.finish()
+    keyRow
   }
 
   /**
    * With expireIdleKeys: forgets the key if the watermark is that long past its latest row (the kind
    * settles it and routes the rows no window took) and says so; otherwise keeps the latest row's
    * time in `latestSeen`, and the key's timer no later than when the key would become idle
-   * ([[Timers.deadline]]). The timer `firing`, if any, is Spark's to delete once its call returns.
+   * (`Timers.idleAt`).
    */
-  private def expireIfIdle(keyRow: InternalRow, watermark: Long, firing: Option[Long]): Boolean = {
-    latestSeen = if (latestRow != null && latestRow.exists()) Some(latestRow.get()) else None
+  private def expireIfIdle(keyRow: InternalRow, watermark: Long): Boolean = {
+    latestSeen = if (latestRow == null) None else Option(latestRow.get()).map(_.longValue)
     if (latestSeen.exists(t => watermark >= idleFrom(t))) {
       logic.expire(keyRow, watermark, emitter)
       latestRow.clear()
-      getHandle.listTimers().toList.filterNot(firing.contains).foreach(getHandle.deleteTimer)
+      timers.forget()
       latestSeen = None
-      timers.deadline = None
+      timers.idleAt = None
       true
     } else {
-      timers.deadline = latestSeen.map(idleDeadlineMs)
+      timers.idleAt = latestSeen.map(idleAtMs)
       false
     }
   }
@@ -145,7 +177,12 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   }
 
   /** The timer (ms) that fires once a key whose latest row is at `latest` is idle. */
-  private def idleDeadlineMs(latest: Long): Long = timers.expiryMs(idleFrom(latest) - 1)
+  private def idleAtMs(latest: Long): Long = timers.expiryMs(idleFrom(latest) - 1)
+
+  // where each part of an input row is (StreamingWindowSpec.inputSchema)
+  private val KeyBytesOrdinal = 0
+  private val WholeOrdinal = 1
+  private val PieceOrdinal = 2
 }
 
 /**
@@ -255,13 +292,28 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
 }
 
 /**
- * A key's one timer in milliseconds (timers keep milliseconds), moved only when it changes. One per
- * task, shared by the processor and the kind: the processor sets, before the kind sees a key, the
- * `deadline` at which the key becomes idle (expireIdleKeys), and the kind's timer is never later.
+ * The keys' timers of one state partition, in milliseconds (timers keep milliseconds). Spark scopes
+ * timers to its grouping key, the partition's one group ([[KeyBucket]]): it keeps one timer, no
+ * later than the earliest key's, and each key's timer is an entry of a map under the key's bytes.
+ * When Spark's timer fires, [[sweep]] gives the keys that are due. A key's timer moved later leaves
+ * Spark's where it is (it fires early, and the sweep sets it again), where a timer per key in Spark
+ * cost its timer store a delete and an insert at every move. One per task, shared by the processor
+ * and the kind: the processor sets, before the kind sees a key, the time `idleAt` at which the key
+ * becomes idle (expireIdleKeys), and the kind's timer is never later.
  */
-private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulProcessorHandle) {
+private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulProcessorHandle, states: KeyStates) {
+  private val keyTimers: MapState[Array[Byte], java.lang.Long] =
+    handle.getMapState[Array[Byte], java.lang.Long]("keyTimers", Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
+  // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
+  private val partitionTimer: ValueState[java.lang.Long] =
+    handle.getValueState[java.lang.Long]("partitionTimer", Encoders.LONG, TTLConfig.NONE)
+  private var registered: Option[Long] = None
+
   /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
-  var deadline: Option[Long] = None
+  var idleAt: Option[Long] = None
+
+  /** Reads where Spark's timer is, as each of Spark's calls starts. */
+  def start(): Unit = registered = Option(partitionTimer.get()).map(_.longValue)
 
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1
@@ -270,16 +322,53 @@ private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulPro
   def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
 
   /**
-   * Moves the key's one timer from `current` to `wanted` (milliseconds, or none), or to the
-   * `deadline` if that is earlier, touching Spark's timers only when it changes; returns where it
-   * is, for the caller to keep with the key's state (a kind woken early finds nothing due yet).
+   * Moves the current key's timer from `current` to `wanted` (milliseconds, or none), or to
+   * `idleAt` if that is earlier, writing it only when it changes; returns where it is, for the caller
+   * to keep with the key's state (a kind woken early finds nothing due yet).
    */
   def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
-    val target = (wanted ++ deadline).minOption
+    val target = (wanted ++ idleAt).minOption
     if (target != current) {
-      current.foreach(handle.deleteTimer)
-      target.foreach(handle.registerTimer)
+      target match {
+        case Some(ms) =>
+          keyTimers.updateValue(states.current, ms)
+          wakeBy(ms)
+        case None => keyTimers.removeKey(states.current)
+      }
     }
     target
+  }
+
+  /** The current key has no timer any more (its state is gone). */
+  def forget(): Unit = keyTimers.removeKey(states.current)
+
+  /**
+   * Spark's timer has fired (Spark deletes it once the call's output is read): the keys whose timers
+   * are due at `nowMs`, each one's timer gone as it comes (the kind sets it again if it still wants
+   * one), with Spark's timer set again at the earliest of the others' first.
+   */
+  def sweep(nowMs: Long): Iterator[Array[Byte]] = {
+    val due = mutable.ArrayBuffer.empty[Array[Byte]]
+    var next: Option[Long] = None
+    keyTimers.iterator().foreach { case (key, ms) =>
+      val at = ms.longValue
+      if (at <= nowMs) due += key
+      else if (next.forall(_ > at)) next = Some(at)
+    }
+    registered = None
+    partitionTimer.clear()
+    next.foreach(wakeBy)
+    due.iterator.map { key =>
+      keyTimers.removeKey(key)
+      key
+    }
+  }
+
+  /** Spark's timer no later than `ms`. */
+  private def wakeBy(ms: Long): Unit = if (registered.forall(_ > ms)) {
+    registered.foreach(handle.deleteTimer)
+    handle.registerTimer(ms)
+    partitionTimer.update(ms)
+    registered = Some(ms)
   }
 }

@@ -5,7 +5,6 @@ import java.nio.ByteBuffer
 import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.streaming.MapState
 
 import windowagg.ListedWindows
 import windowagg.core.{Reaching, WindowFinality}
@@ -152,7 +151,7 @@ private[spark] object PartialBlock {
  * Blocks are disjoint and ordered: block i holds times in [starts(i), starts(i + 1)); a block's
  * start is at or before its first time (older partials may have been left out since).
  */
-private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], initialStarts: Array[Long],
+private[spark] final class PartialBlocks(state: Entries[Long, Array[Byte]], initialStarts: Array[Long],
     initialInline: Array[Byte], aggregates: SparkAggregates, listed: Option[ListedWindows.Resolved]) {
   import PartialBlocks.MaxEntries
   require(initialInline == null || initialStarts.length == 1, "a block is kept inline only as the key's only one")
@@ -179,7 +178,7 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
   def inlineBlock: Array[Byte] = inline
 
   private def block(start: Long): PartialBlock = loaded.getOrElseUpdate(start, {
-    val stored = if (inline != null && start == inlineStart) inline else state.getValue(start)
+    val stored = if (inline != null && start == inlineStart) inline else state.get(start)
     PartialBlock.decode(stored, listed.isDefined)
   })
 
@@ -344,18 +343,18 @@ private[spark] final class PartialBlocks(state: MapState[Long, Array[Byte]], ini
    * its bytes are at hand (written now, or inline already); one unchanged in the map stays there.
    */
   def flush(): Unit = {
-    removed.foreach(start => if (inMap.remove(start)) state.removeKey(start))
+    removed.foreach(start => if (inMap.remove(start)) state.remove(start))
     val only = if (starts.length != 1) None
       else written.get(starts(0)).orElse(Option.when(inline != null && inlineStart == starts(0))(inline))
     only match {
       case Some(encoded) =>
-        if (inMap.remove(starts(0))) state.removeKey(starts(0))
+        if (inMap.remove(starts(0))) state.remove(starts(0))
         inline = encoded
         inlineStart = starts(0)
       case None =>
         if (inline != null && starts.contains(inlineStart) && !written.contains(inlineStart)) written.update(inlineStart, inline)
         inline = null
-        written.foreach { case (start, encoded) => state.updateValue(start, encoded); inMap += start }
+        written.foreach { case (start, encoded) => state.update(start, encoded); inMap += start }
     }
     removed.clear()
     written.clear()

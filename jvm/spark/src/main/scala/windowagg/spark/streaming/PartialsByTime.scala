@@ -7,7 +7,6 @@ import scala.collection.mutable
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig, ValueState}
 
 import windowagg.ListedWindows
 import windowagg.core.WindowFinality
@@ -53,19 +52,24 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
     else Combine.none(choice.why)
   }
 
-  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
-    new Logic(spec, tools, handle, timers)
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
+    new Logic(spec, tools, states, timers)
 }
 
 private[spark] object PartialsByTime {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
-   * timer entries; version 2 (0.3.0) had no pending rows, so it reads as version 4 with none, and
-   * version 3 kept every block in the map, so it reads as version 4 with no block inline.
+   * timer entries; version 2 (0.3.0) had no pending rows, version 3 kept every block in the map, and
+   * version 4 kept a key's state under the key itself, with a timer of Spark's per key; version 5
+   * keeps it under the key's state partition (`KeyStates`, `Timers`), which no earlier
+   * version's entries can be moved to.
    */
-  private val TimesLayout = StateLayout("partials by time", 4, readsFrom = 2)
-  /** The blocks of "partials by time" with each partial's windows; version 1 kept every block in the map. */
-  private val ListedLayout = StateLayout("listed partials by time", 2, readsFrom = 1)
+  private val TimesLayout = StateLayout("partials by time", 5)
+  /**
+   * The blocks of "partials by time" with each partial's windows; version 1 kept every block in the
+   * map, version 2 a key's state under the key itself, version 3 under its state partition.
+   */
+  private val ListedLayout = StateLayout("listed partials by time", 3)
   // the two kinds come after the layouts they read: an object's fields are set in order
   /** The kinds whose windows come from the definition. */
   val OfTimes = new PartialsByTime(listed = false)
@@ -84,10 +88,8 @@ private[spark] object PartialsByTime {
   /**
    * A key's progress, kept as one state entry read and written once per micro-batch: `finalBefore`,
    * the timer and the block starts (8 bytes each); the inline block (`inline`, the key's only block,
-   * or null) and the pending rows, each one's time, length and bytes, each part padded to 8 bytes; then the
-   * inline block's length, the number of block starts and -4 (4 bytes each). Version 3 ended with
-   * the number of block starts after pending rows, and version 2, without pending rows, had neither:
-   * its length is a multiple of 8, which no later version's is.
+   * or null) and the pending rows, each one's time, length and bytes; then the inline block's length
+   * and the number of block starts (4 bytes each).
    */
   final class Progress(var finalBefore: Long, var timerMs: Long, var blockStarts: Array[Long], var inline: Array[Byte],
       var pending: Vector[PendingRow]) {
@@ -96,53 +98,41 @@ private[spark] object PartialsByTime {
     def encode: Array[Byte] = {
       val inlineLength = if (inline == null) 0 else inline.length
       val pendingBytes = pending.map(12 + _.bytes.length).sum
-      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length + Progress.padded(inlineLength) + Progress.padded(pendingBytes) + 12)
+      val out = ByteBuffer.allocate(16 + 8 * blockStarts.length + inlineLength + pendingBytes + 8)
       out.putLong(finalBefore).putLong(timerMs)
       blockStarts.foreach(out.putLong)
-      if (inline != null) {
-        val at = out.position()
-        out.put(inline).position(at + Progress.padded(inlineLength))
-      }
+      if (inline != null) out.put(inline)
       pending.foreach(r => out.putLong(r.time).putInt(r.bytes.length).put(r.bytes))
-      out.putInt(out.capacity() - 12, inlineLength).putInt(out.capacity() - 8, blockStarts.length).putInt(out.capacity() - 4, Progress.Version4)
+      out.putInt(inlineLength).putInt(blockStarts.length)
       out.array()
     }
   }
 
   object Progress {
     val NoTimer: Long = Long.MinValue
-    // the last int of a version 4 entry; version 3's is the number of block starts, at least 1
-    private val Version4 = -4
-    private def padded(length: Int): Int = (length + 7) & ~7
 
     def empty: Progress = new Progress(Long.MinValue, NoTimer, Array.emptyLongArray, null, Vector.empty)
 
     def decode(bytes: Array[Byte]): Progress = {
       val in = ByteBuffer.wrap(bytes)
+      val end = bytes.length - 8
       val finalBefore = in.getLong()
       val timerMs = in.getLong()
-      if (bytes.length % 8 == 0) { // version 2
-        new Progress(finalBefore, timerMs, Array.fill((bytes.length - 16) / 8)(in.getLong()), null, Vector.empty)
-      } else {
-        val version4 = in.getInt(bytes.length - 4) == Version4
-        val end = bytes.length - (if (version4) 12 else 4)
-        val starts = Array.fill(in.getInt(if (version4) bytes.length - 8 else bytes.length - 4))(in.getLong())
-        val inline = if (!version4 || in.getInt(bytes.length - 12) == 0) null else {
-          val at = in.position()
-          val block = new Array[Byte](in.getInt(bytes.length - 12))
-          in.get(block).position(at + padded(block.length))
-          block
-        }
-        val pending = Vector.newBuilder[PendingRow]
-        // a pending row takes at least 12 bytes, more than the padding
-        while (end - in.position() >= 12) {
-          val time = in.getLong()
-          val row = new Array[Byte](in.getInt())
-          in.get(row)
-          pending += PendingRow(time, row)
-        }
-        new Progress(finalBefore, timerMs, starts, inline, pending.result())
+      val starts = Array.fill(in.getInt(end + 4))(in.getLong())
+      val inlineLength = in.getInt(end)
+      val inline = if (inlineLength == 0) null else {
+        val block = new Array[Byte](inlineLength)
+        in.get(block)
+        block
       }
+      val pending = Vector.newBuilder[PendingRow]
+      while (in.position() < end) {
+        val time = in.getLong()
+        val row = new Array[Byte](in.getInt())
+        in.get(row)
+        pending += PendingRow(time, row)
+      }
+      new Progress(finalBefore, timerMs, starts, inline, pending.result())
     }
   }
 
@@ -164,14 +154,12 @@ private[spark] object PartialsByTime {
     }
   }
 
-  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers) extends KeyLogic {
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val blockState: MapState[Long, Array[Byte]] =
-      handle.getMapState[Long, Array[Byte]]("blocks", Encoders.scalaLong, Encoders.BINARY, TTLConfig.NONE)
-    private val progressState: ValueState[Array[Byte]] = handle.getValueState[Array[Byte]]("progress", Encoders.BINARY, TTLConfig.NONE)
+    private val blockState: Entries[Long, Array[Byte]] = states.map("blocks", Encoders.scalaLong, Encoders.BINARY)
+    private val progressState = states.value("progress", Encoders.BINARY)
     private val early: Option[Long] = spec.emission.earlyEvery
-    private val firingState: Option[ValueState[Array[Byte]]] =
-      early.map(_ => handle.getValueState[Array[Byte]]("firing", Encoders.BINARY, TTLConfig.NONE))
+    private val firingState = early.map(_ => states.value("firing", Encoders.BINARY))
     // the windows of the key at hand (each key's own, for per-key windows), set as each call starts
     private val keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     private var windows = spec.windows

@@ -6,7 +6,6 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.streaming.{StatefulProcessorHandle, TTLConfig, ValueState}
 
 import windowagg.{MergingWindows, ResolvedWindows, WindowDefinition}
 import windowagg.core.{OpenSession, SessionMerging}
@@ -34,9 +33,11 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, Wi
 private[spark] object Sessions extends StreamingKind {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a
-   * timer per session reach.
+   * timer per session reach; version 2 (0.3.0, 0.4.0) a key's sessions under the key itself, with a
+   * timer of Spark's per key; version 3 keeps them under the key's state partition (`KeyStates`,
+   * `Timers`), which no earlier version's entries can be moved to.
    */
-  override val layout: StateLayout = StateLayout("sessions", 2)
+  override val layout: StateLayout = StateLayout("sessions", 3)
 
   override def retracts: Boolean = true
 
@@ -62,8 +63,8 @@ private[spark] object Sessions extends StreamingKind {
     }
   }
 
-  override def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic =
-    new Logic(spec, tools, handle, timers)
+  override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
+    new Logic(spec, tools, states, timers)
 
   private val NoValue = Long.MinValue
 
@@ -156,9 +157,9 @@ private[spark] object Sessions extends StreamingKind {
   /** The on-time rows of one time in a micro-batch: their partial, and the largest reach among them. */
   private final class FreshTime(var reach: Long, val partial: InternalRow)
 
-  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers) extends KeyLogic {
+  private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val sessionState: ValueState[Array[Byte]] = handle.getValueState[Array[Byte]]("keySessions", Encoders.BINARY, TTLConfig.NONE)
+    private val sessionState = states.value("keySessions", Encoders.BINARY)
     private val merging = new SessionMerging[InternalRow](aggregates)
     private val fixedGap: Option[Long] = spec.windows match {
       case m: MergingWindows => m.fixedGap

@@ -2,7 +2,6 @@ package windowagg.spark.streaming
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.streaming.StatefulProcessorHandle
 
 import windowagg.{ListedWindows, MergingWindows, ResolvedWindows, RowWindows, WindowDefinition}
 import windowagg.spark.{AggregateBeforeShuffle, RowIntake, WindowAggError, WindowAggException}
@@ -37,8 +36,8 @@ private[spark] trait StreamingKind extends Serializable {
    */
   def keepsIdleKeys(windows: ResolvedWindows): Boolean = !windows.everFinal
 
-  /** One task's logic for its keys, over the state variables it declares on `handle`, with the key's one timer kept by `timers`. */
-  def open(spec: StreamingWindowSpec, tools: TaskTools, handle: StatefulProcessorHandle, timers: Timers): KeyLogic
+  /** One task's logic for its keys, over the state variables it declares in `states`, with each key's one timer kept by `timers`. */
+  def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic
 }
 
 private[spark] object StreamingKind {

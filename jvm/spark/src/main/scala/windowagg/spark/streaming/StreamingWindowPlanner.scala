@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, LogicalP
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.functions.{col, count_if, lit}
 import org.apache.spark.sql.streaming.TimeMode
-import org.apache.spark.sql.types.{BinaryType, Metadata, MetadataBuilder}
+import org.apache.spark.sql.types.{BinaryType, IntegerType, Metadata, MetadataBuilder, StructType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{RowWindows, WindowDefinition}
@@ -101,14 +101,18 @@ object StreamingWindowPlanner {
       listingColumn = node.listing.map(l => (valueAttributes.indexWhere(_.exprId == l.exprId), l.dataType)))
     val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
 
-    // the processor gets, per row, the keys it groups by, the row's values packed whole and/or a piece
-    // of rows combined before the shuffle (planned per micro-batch: real-time mode combines none)
+    // the processor gets, per row, the keys packed, the row's values packed whole and/or a piece of
+    // rows combined before the shuffle (planned per micro-batch: real-time mode combines none), and
+    // the keys' state partition, by which transformWithState groups them: one group (and one timer)
+    // per partition instead of one per key
+    val keyBytes = AttributeReference(StreamingWindowSpec.KeyBytes, BinaryType, nullable = false)()
     val whole = AttributeReference(StreamingWindowSpec.Whole, BinaryType)()
     val piece = AttributeReference(StreamingWindowSpec.Piece, BinaryType)()
-    val shipped =
-      CombineBeforeShuffle(spec, groupKeys.map(_.toAttribute), whole, piece, Project(valueAttributes ++ groupKeys, Project(values, marked)))
-    val grouped = SparkInternals.dataFrame(session, shipped).groupBy(groupKeys.map(k => SparkInternals.column(k.toAttribute)): _*)
-      .as[Row, Row](Encoders.row(spec.keySchema), Encoders.row(spec.inputSchema))
+    val bucket = AttributeReference(StreamingWindowSpec.Bucket, IntegerType, nullable = false)()
+    val shipped = CombineBeforeShuffle(spec, groupKeys.map(_.toAttribute), keyBytes, whole, piece, bucket,
+      Project(valueAttributes ++ groupKeys, Project(values, marked)))
+    val grouped = SparkInternals.dataFrame(session, shipped).groupBy(SparkInternals.column(bucket))
+      .as[Row, Row](Encoders.row(StructType(Seq(StreamingWindowSpec.bucketField))), Encoders.row(spec.inputSchema))
     val timeMode = if (options.processingTime) TimeMode.ProcessingTime() else TimeMode.EventTime()
     // the processor emits its rows in binary form (no conversion through Row per output row); they are read back in place
     val emitted = grouped.transformWithState(new KeyedWindowProcessor(spec), timeMode, emission.outputMode)(Encoders.BINARY)

@@ -1,8 +1,6 @@
 package windowagg.spark.streaming
 
-import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.encoders.{encoderFor, ExpressionEncoder}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
@@ -67,14 +65,17 @@ final case class StreamingWindowSpec(
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
   /**
-   * What the processor receives per input row: the keys; a row's values whole (packed by
-   * [[windowagg.spark.PackedRow]]) or null; and what rows combined into before the shuffle (the
-   * kind's piece, in its own codec) or null. A whole row with a piece stands for `piece`'s count of
-   * equal rows, and the piece holds their partial aggregate.
+   * What the processor receives per input row: the keys packed ([[windowagg.spark.PackedRow]]); a
+   * row's values whole (packed too) or null; what rows combined into before the shuffle (the kind's
+   * piece, in its own codec) or null; and the keys' state partition, Spark's grouping key
+   * ([[KeyBucket]]). A whole row with a piece stands for `piece`'s count of equal rows, and the piece
+   * holds their partial aggregate.
    */
-  def inputSchema: StructType = StructType(keySchema.fields ++ Seq(
+  def inputSchema: StructType = StructType(Seq(
+    StructField(StreamingWindowSpec.KeyBytes, BinaryType, nullable = false),
     StructField(StreamingWindowSpec.Whole, BinaryType, nullable = true),
-    StructField(StreamingWindowSpec.Piece, BinaryType, nullable = true)))
+    StructField(StreamingWindowSpec.Piece, BinaryType, nullable = true),
+    StreamingWindowSpec.bucketField))
 
   /**
    * The attributes of a partial made by Spark's partial aggregation before the shuffle
@@ -118,6 +119,9 @@ final case class StreamingWindowSpec(
 
 object StreamingWindowSpec {
   val Kind = "_windowagg_kind"
+  val KeyBytes = "_windowagg_key"
+  val Bucket = "_windowagg_bucket"
+  val bucketField: StructField = StructField(Bucket, IntegerType, nullable = false)
   val Whole = "_windowagg_values"
   val Piece = "_windowagg_piece"
   val LateReason = "late_reason"
@@ -139,7 +143,6 @@ private[spark] final class TaskTools(spec: StreamingWindowSpec, val partition: I
   val aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
   /** Merges the partials Spark's partial aggregation made before the shuffle ([[StreamingWindowSpec.partialAttributes]]). */
   lazy val partials = new SparkAggregates(spec.functions, spec.filters, spec.partialAttributes, partition, partialsAt = Some(2))
-  val keyToInternal: ExpressionEncoder.Serializer[Row] = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
   /** Output rows in binary form ([[windowagg.spark.UnpackedRow]] reads them back after the processor). */
   val toOutput: UnsafeProjection = UnsafeProjection.create(spec.outputSchema)
 }

@@ -7,14 +7,17 @@ import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.plans.logical.{BaseEvalPython, LogicalPlan}
-import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDF}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDF, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
-import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
+import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
+import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, HashPartitioning, Partitioning}
 import org.apache.spark.sql.classic.ExpressionUtils
-import org.apache.spark.sql.execution.{SparkPlan, SQLExecution}
+import org.apache.spark.sql.execution.{SortExec, SparkPlan, SQLExecution}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.aggregate.AggUtils
 import org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.internal.SQLConf
 
 /**
  * The one place that uses Spark APIs which are package-private and have changed between releases
@@ -111,5 +114,31 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
       .getOrElse(throw new IllegalStateException(s"this Spark's ClusteredDistribution has no apply(Seq, ...): ${methods.mkString(", ")}"))
     val defaults = (2 to apply.getParameterCount).map(i => companion.getClass.getMethod(s"apply$$default$$$i").invoke(companion))
     keys => apply.invoke(companion, (keys +: defaults): _*).asInstanceOf[Distribution]
+  }
+
+  /**
+   * How many partitions a streaming query's state has: the number its checkpoint fixed, which Spark
+   * keeps in an internal setting of the query's session (a restart under another
+   * spark.sql.shuffle.partitions keeps it), else spark.sql.shuffle.partitions.
+   */
+  def statePartitions(conf: SQLConf): Int =
+    conf.getConf(SQLConf.STATEFUL_SHUFFLE_PARTITIONS_INTERNAL).getOrElse(conf.numShufflePartitions)
+
+  /** `key` with floating-point values normalized (-0.0 as 0.0, one NaN), as Spark's own grouping keys are. */
+  def normalizedKey(key: Expression): Expression = NormalizeFloatingNumbers.normalize(key)
+
+  /** `child` hash-partitioned by `clustering` into `partitions` (as Spark's own shuffle would), each partition sorted by `order`. */
+  def shuffledAndSorted(clustering: Seq[Expression], partitions: Int, order: Seq[SortOrder], child: SparkPlan): SparkPlan =
+    SortExec(order, global = false, shuffle(HashPartitioning(clustering, partitions), child))
+
+  // ShuffleExchangeExec's parameter list grew in Spark 4.3: built through its companion's apply and defaults, as clusteredBy
+  private lazy val shuffle: (Partitioning, SparkPlan) => SparkPlan = {
+    val companion = ShuffleExchangeExec
+    val methods = companion.getClass.getMethods.toSeq
+    val apply = methods
+      .find(m => m.getName == "apply" && m.getParameterCount > 1 && m.getParameterTypes.head == classOf[Partitioning])
+      .getOrElse(throw new IllegalStateException(s"this Spark's ShuffleExchangeExec has no apply(Partitioning, ...): ${methods.mkString(", ")}"))
+    val defaults = (3 to apply.getParameterCount).map(i => companion.getClass.getMethod(s"apply$$default$$$i").invoke(companion))
+    (partitioning, child) => apply.invoke(companion, (Seq[AnyRef](partitioning, child) ++ defaults): _*).asInstanceOf[SparkPlan]
   }
 }
