@@ -28,10 +28,10 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowAggError, Win
  */
 private[spark] object CountedRows extends StreamingKind {
   /**
-   * Version 1 (0.2.0 to 0.4.0) kept a key's rows and positions under the key itself, with a timer of
-   * Spark's per key; version 2 keeps them under the key's state partition (`KeyStates`, `Timers`),
-   * the waiting rows as one entry and the positions and times as another, which no earlier version's
-   * entries can be moved to.
+   * Version 1 (0.2.0, 0.3.0, earlier builds of 0.4.0) kept a key's rows and positions under the key
+   * itself, with a timer of Spark's per key; version 2 keeps them under the key's state partition
+   * (`KeyStates`, `Timers`), the waiting rows as one entry and the positions and times as another,
+   * which no earlier version's entries can be moved to.
    */
   override val layout: StateLayout = StateLayout("rows", 2)
 

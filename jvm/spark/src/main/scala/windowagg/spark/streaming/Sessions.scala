@@ -33,9 +33,9 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, Wi
 private[spark] object Sessions extends StreamingKind {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a
-   * timer per session reach; version 2 (0.3.0, 0.4.0) a key's sessions under the key itself, with a
-   * timer of Spark's per key; version 3 keeps them under the key's state partition (`KeyStates`,
-   * `Timers`), which no earlier version's entries can be moved to.
+   * timer per session reach; version 2 (0.3.0, earlier builds of 0.4.0) a key's sessions under the
+   * key itself, with a timer of Spark's per key; version 3 keeps them under the key's state partition
+   * (`KeyStates`, `Timers`), which no earlier version's entries can be moved to.
    */
   override val layout: StateLayout = StateLayout("sessions", 3)
 
