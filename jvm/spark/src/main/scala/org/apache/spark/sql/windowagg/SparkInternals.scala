@@ -107,13 +107,23 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
   def clusteredDistribution(keys: Seq[Expression]): Distribution = clusteredBy(keys)
 
   private lazy val clusteredBy: Seq[Expression] => Distribution = {
-    val companion = ClusteredDistribution
+    val apply = applyWithDefaults(ClusteredDistribution, classOf[Seq[_]], leading = 1)
+    keys => apply(Seq(keys)).asInstanceOf[Distribution]
+  }
+
+  /**
+   * The `apply` of a case class's `companion` whose first parameter is a `first`, taking its first
+   * `leading` arguments with every later parameter at its default: found by reflection, once, rather
+   * than linked to one Spark line's signature.
+   */
+  private def applyWithDefaults(companion: AnyRef, first: Class[_], leading: Int): Seq[AnyRef] => AnyRef = {
     val methods = companion.getClass.getMethods.toSeq
     val apply = methods
-      .find(m => m.getName == "apply" && m.getParameterCount > 0 && m.getParameterTypes.head == classOf[Seq[_]])
-      .getOrElse(throw new IllegalStateException(s"this Spark's ClusteredDistribution has no apply(Seq, ...): ${methods.mkString(", ")}"))
-    val defaults = (2 to apply.getParameterCount).map(i => companion.getClass.getMethod(s"apply$$default$$$i").invoke(companion))
-    keys => apply.invoke(companion, (keys +: defaults): _*).asInstanceOf[Distribution]
+      .find(m => m.getName == "apply" && m.getParameterCount >= leading && m.getParameterTypes.head == first)
+      .getOrElse(throw new IllegalStateException(
+        s"this Spark's $companion has no apply(${first.getSimpleName}, ...): ${methods.mkString(", ")}"))
+    val defaults = (leading + 1 to apply.getParameterCount).map(i => companion.getClass.getMethod(s"apply$$default$$$i").invoke(companion))
+    arguments => apply.invoke(companion, (arguments ++ defaults): _*)
   }
 
   /**
@@ -131,14 +141,9 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
   def shuffledAndSorted(clustering: Seq[Expression], partitions: Int, order: Seq[SortOrder], child: SparkPlan): SparkPlan =
     SortExec(order, global = false, shuffle(HashPartitioning(clustering, partitions), child))
 
-  // ShuffleExchangeExec's parameter list grew in Spark 4.3: built through its companion's apply and defaults, as clusteredBy
+  // ShuffleExchangeExec's parameter list grew in Spark 4.3, as ClusteredDistribution's did
   private lazy val shuffle: (Partitioning, SparkPlan) => SparkPlan = {
-    val companion = ShuffleExchangeExec
-    val methods = companion.getClass.getMethods.toSeq
-    val apply = methods
-      .find(m => m.getName == "apply" && m.getParameterCount > 1 && m.getParameterTypes.head == classOf[Partitioning])
-      .getOrElse(throw new IllegalStateException(s"this Spark's ShuffleExchangeExec has no apply(Partitioning, ...): ${methods.mkString(", ")}"))
-    val defaults = (3 to apply.getParameterCount).map(i => companion.getClass.getMethod(s"apply$$default$$$i").invoke(companion))
-    (partitioning, child) => apply.invoke(companion, (Seq[AnyRef](partitioning, child) ++ defaults): _*).asInstanceOf[SparkPlan]
+    val apply = applyWithDefaults(ShuffleExchangeExec, classOf[Partitioning], leading = 2)
+    (partitioning, child) => apply(Seq(partitioning, child)).asInstanceOf[SparkPlan]
   }
 }
