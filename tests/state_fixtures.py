@@ -4,10 +4,12 @@ A fixture is one streaming query's checkpoint after the first half of its input,
 emitted, and which release wrote it (tests/fixtures/state/<release>/<kind>/). test_state_fixtures
 restarts each with the release under test on the second half, and checks that the two runs together
 emit exactly the batch result over all rows, or, where this release cannot read the fixture's state
-layout version (READS), that the restart is refused with a message saying why.
+layout version (neither CURRENT nor CONVERTS), that the restart is refused with a message saying why.
 ``dev/make-state-fixtures`` writes them: sliding and session windows with windowagg 0.1.0, the kinds
-0.1.0 lacked with 0.2.0, and every kind with 0.3.0. Any change to a state layout ships with
-fixtures written by the release before it.
+0.1.0 lacked with 0.2.0, every kind with 0.3.0, and with 0.4.0 every kind and, as
+``<kind>-from-0.3.0``, 0.3.0 checkpoints it upgraded (about.json lists the rows that release processed
+after the first half). Any change to a state layout ships with fixtures written by the release
+before it, and every release writes its own.
 
 This module is imported both by the tests and by the generator, which may run an older windowagg:
 it uses only what every release's Python package has (``window``, the definition classes).
@@ -27,21 +29,28 @@ WATERMARK = "2 minutes"
 FLUSH_KEY = "~flush"
 START = datetime.datetime(2024, 3, 10, 6, 0, tzinfo=datetime.timezone.utc)  # a DST change in New York
 
-# The release before this one: it has a fixture of every kind.
+# The release before this one, whose checkpoints this one restarts; and the latest release that
+# wrote fixtures: of every kind, and of the previous release's checkpoints it upgraded, one kind per
+# layout it converts (UPGRADED_KINDS), for the next release to restart.
 PREVIOUS_RELEASE = "0.3.0"
+LATEST_FIXTURES = "0.4.0"
+UPGRADED_KINDS = ("sliding", "session", "count")
 
-# Each kind's state layout, and the versions of each layout this release reads (from, to). 0.3.0
-# wrote "partials by time" 2 (blocks of partials), "sessions" 2 (one entry per key) and "rows" 1;
-# 0.1.0 and 0.2.0 wrote version 1 of each. This release keeps each key's state under its state
-# partition, with one timer of Spark's per partition ("partials by time" 5, "sessions" 3, "rows" 2),
-# and reads no earlier version: every fixture's restart is refused, saying why.
+# Each kind's state layout, its version in this release, and the earlier version it converts. 0.3.0
+# wrote "partials by time" 2 (blocks of partials), "sessions" 2 (one entry per key) and "rows" 1,
+# each kept in variables of the key's own group; 0.1.0 and 0.2.0 wrote version 1 of each. This
+# release keeps each key's state in entries under its bytes, grouped by state partition
+# ("partials by time" 5, "sessions" 3, "rows" 2); a checkpoint of the previous release stays grouped
+# by key and converts each key's state the first time it is read. Older versions are refused.
 LAYOUTS = {
-    **{kind: "partials by time" for kind in ("sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited")},
+    **{kind: "partials by time" for kind in ("sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited", "custom", "table")},
+    "python": "listed partials by time",
     "session": "sessions",
     "count": "rows",
     "duration": "rows",
 }
-READS = {"partials by time": (5, 5), "sessions": (3, 3), "rows": (2, 2)}
+CURRENT = {"partials by time": 5, "listed partials by time": 3, "sessions": 3, "rows": 2}
+CONVERTS = {"partials by time": 2, "sessions": 2, "rows": 1}
 
 # kind: (the definition, from a windowagg module; emission)
 KINDS = {
@@ -54,6 +63,40 @@ KINDS = {
     "count": (lambda w: w.CountWindows.of(5).slide(2), "final"),
     "duration": (lambda w: w.DurationWindows.of("30 seconds").every("10 seconds"), "final"),
     "unlimited": (lambda w: w.UnlimitedWindows.of(), "updates"),
+}
+
+
+def _periods(w):
+    """Table windows: overlapping periods of several sizes over the input's ten minutes, some closing
+    within its first half; read from a DataFrame of the active session."""
+    from pyspark.sql import SparkSession
+
+    bounds = ((0, 90), (60, 200), (150, 400), (300, 320), (350, 900))
+    rows = [(START + datetime.timedelta(seconds=a), START + datetime.timedelta(seconds=b)) for a, b in bounds]
+    periods = SparkSession.getActiveSession().createDataFrame(rows, "opens timestamp, closes timestamp")
+    return w.TableWindows.of(periods, start="opens", end="closes")
+
+
+def _python_quarters(w):
+    """Fiscal quarters of years from February by a Python function, defined here so that it travels
+    to the Python workers by value."""
+
+    def fiscal_quarters(times):
+        import pandas as pd
+
+        quarters = times.dt.to_period("Q-JAN")
+        return pd.DataFrame({"start": quarters.dt.start_time, "end": (quarters + 1).dt.start_time})
+
+    return w.PythonWindows.of(fiscal_quarters, max_size="92 days 1 hour")
+
+
+# The kinds 0.4.0 writes fixtures of too: user-defined JVM kinds (the examples jar), table windows
+# and Python windows.
+FIXTURE_KINDS = {
+    **KINDS,
+    "custom": (lambda w: w.CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2), "final"),
+    "table": (_periods, "final"),
+    "python": (_python_quarters, "final"),
 }
 
 
@@ -96,9 +139,29 @@ def halves():
     return [row(0, 300) for _ in range(200)], [row(240, 600) for _ in range(200)]
 
 
+def between():
+    """Rows of two keys that a release upgrading a checkpoint of the first half processes before the
+    second half: on time (ahead of the first half's watermark), they convert those keys' state and
+    leave the others' as the earlier release wrote it."""
+    rnd = random.Random(29)
+    return [(k, START + datetime.timedelta(milliseconds=rnd.randrange(190_000, 230_000)), rnd.randrange(1, 100))
+            for k in ("k0", "k1", "k0", "k1", "k0")]
+
+
+def rows_as_json(rows):
+    """Input rows as a fixture's about.json keeps them: key, epoch microseconds, value."""
+    return [[k, int(t.timestamp()) * 1_000_000 + t.microsecond, v] for k, t, v in rows]
+
+
+def rows_from_json(rows):
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return [(k, epoch + datetime.timedelta(microseconds=t), v) for k, t, v in rows]
+
+
 def flushes():
-    """Two rows of a key apart, far ahead, in two micro-batches: the watermark passes every window."""
-    return [[(FLUSH_KEY, START + datetime.timedelta(days=days), 0)] for days in (10, 20)]
+    """Two rows of a key apart, far ahead, in two micro-batches: the watermark passes every window
+    (a fiscal quarter's too)."""
+    return [[(FLUSH_KEY, START + datetime.timedelta(days=days), 0)] for days in (120, 240)]
 
 
 def write_input(directory, name, rows):
@@ -114,7 +177,7 @@ def aggregated(df, windowagg, kind, streaming):
     """The fixture's query: per key and window, the sum and count, bounds as epoch microseconds."""
     from pyspark.sql import functions as F
 
-    definition, emit = KINDS[kind]
+    definition, emit = FIXTURE_KINDS[kind]
     if streaming:
         df = df.withWatermark("ts", WATERMARK)
         grouping = windowagg.window("ts", definition(windowagg), emit=emit)
@@ -151,7 +214,7 @@ def run_stream(spark, windowagg, kind, checkpoint, batches):
         query = (
             aggregated(stream, windowagg, kind, streaming=True)
             .writeStream.foreachBatch(collect)
-            .outputMode("update" if KINDS[kind][1] == "updates" else "append")
+            .outputMode("update" if FIXTURE_KINDS[kind][1] == "updates" else "append")
             .option("checkpointLocation", checkpoint)
             .start()
         )

@@ -67,7 +67,7 @@ every kind, where ``spec`` is a definition's :attr:`WindowDefinition.spec` (e.g.
 
 from windowagg._jvm import install_error_messages
 from windowagg._session import EXTENSION_CLASS, __version__, configure, jar_path, session
-from windowagg.functions import expired_rows, metrics, new_rows, window
+from windowagg.functions import expired_rows, metrics, new_rows, read_state, window
 from windowagg.windows import (
     CalendarWindows,
     CountWindows,
@@ -103,6 +103,7 @@ __all__ = [
     "jar_path",
     "metrics",
     "new_rows",
+    "read_state",
     "session",
     "window",
 ]

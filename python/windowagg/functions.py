@@ -11,7 +11,7 @@ from windowagg import _jvm
 from windowagg.windows import PythonWindows, WindowDefinition, _ensure_definition
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 _FUNCTIONS = "windowagg.functions"
 
@@ -359,3 +359,48 @@ def _connect_metrics(df: "DataFrame") -> Dict[str, int]:
         for name in _METRIC_NAMES:
             totals[name] += int(values[name])
     return totals
+
+
+def read_state(
+    spark: "SparkSession",
+    checkpoint: str,
+    batch_id: Optional[int] = None,
+    aggregation: Optional[int] = None,
+) -> "DataFrame":
+    """What a streaming windowed aggregation's checkpoint holds for each key, as a batch DataFrame.
+
+    One row per open window of a key (a window not final yet), with the key columns, ``window``
+    (``start``, ``end``) and each aggregate's current value, named and typed as the query's output;
+    then ``held_rows`` (rows the key keeps whole: waiting for the watermark, as Storm's count and
+    duration windows do, or to learn whether a window holds them), ``next_close`` (the key's timer:
+    once the watermark passes it the key is looked at again, and the windows due close) and
+    ``state`` (the record: ``kind``, ``layout``, ``version``, ``keying``, ``definition``, ``emit``,
+    ``batch_id`` and the micro-batch's ``watermark``). A key that holds rows or a timer but no open
+    window has one row whose ``window`` is null. It reads the checkpoint with Spark's state data
+    source and decodes it as the query does; the query may be running or stopped.
+
+    :param checkpoint: the query's checkpoint location.
+    :param batch_id: a committed micro-batch to read the state after (the latest by default).
+    :param aggregation: with several windowed aggregations in one query, which (from 0, in the
+        order of the query's plan).
+    :raises pyspark.errors.AnalysisException: ``WINDOWAGG_CHECKPOINT_MISMATCH`` for a path that is
+        not a windowagg checkpoint, a micro-batch it has not committed, or state of another release.
+
+    SQL: ``SELECT * FROM windowagg_state('/path/to/checkpoint')``.
+    """
+    if not isinstance(checkpoint, str) or not checkpoint:
+        raise TypeError(f"read_state takes the checkpoint location as a string, not {checkpoint!r}")
+    for name, value in (("batch_id", batch_id), ("aggregation", aggregation)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"read_state's {name} is an int, not {value!r}")
+    # NULL for the latest micro-batch: the SQL function's arguments are positional
+    batch = "NULL" if batch_id is None else ":batch_id"
+    which = "" if aggregation is None else ", :aggregation"
+    args = {"checkpoint": checkpoint, "batch_id": batch_id, "aggregation": aggregation}
+    return spark.sql(
+        f"SELECT * FROM {_STATE_FUNCTION}(:checkpoint, {batch}{which})",
+        args={k: v for k, v in args.items() if v is not None},
+    )
+
+
+_STATE_FUNCTION = "windowagg_state"

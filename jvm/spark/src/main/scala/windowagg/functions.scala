@@ -2,12 +2,12 @@ package windowagg
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.{Column, Dataset}
+import org.apache.spark.sql.{Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.functions.col
 
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.spark.{WindowAggregateExec, WindowGroupingExpression, WindowOptions, WindowView}
+import windowagg.spark.{streaming, WindowAggregateExec, WindowGroupingExpression, WindowOptions, WindowView}
 
 /**
  * The Scala (and py4j) API. Use a window as a grouping key, like Spark's own `window()`:
@@ -89,6 +89,27 @@ object functions {
       }
       name -> java.lang.Long.valueOf(operators.map(_.metrics(name).value).sum)
     }.toMap.asJava
+
+  /**
+   * What the streaming windowed aggregation whose checkpoint is at `checkpoint` holds for each key,
+   * as of its latest committed micro-batch: a batch DataFrame with the keys, each open window
+   * (`window`) and its aggregates' current values (named and typed as the query's), the rows the key
+   * holds back (`held_rows`), when the key is next looked at (`next_close`: the watermark must pass
+   * it), and the state record (`state`). SQL: `windowagg_state('checkpoint')`.
+   */
+  def readState(spark: SparkSession, checkpoint: String): DataFrame =
+    streaming.StateReader.read(spark, checkpoint, None, None)
+
+  /**
+   * As `readState(spark, checkpoint)`, as of the committed micro-batch `batchId`, for the windowed
+   * aggregation `aggregation` of a query that has several (in the order of its plan, from 0).
+   */
+  def readState(spark: SparkSession, checkpoint: String, batchId: Long, aggregation: Int): DataFrame =
+    streaming.StateReader.read(spark, checkpoint, Some(batchId), Some(aggregation))
+
+  /** As `readState(spark, checkpoint)`, as of the committed micro-batch `batchId`. */
+  def readState(spark: SparkSession, checkpoint: String, batchId: Long): DataFrame =
+    streaming.StateReader.read(spark, checkpoint, Some(batchId), None)
 
   private def windowColumn(timeColumn: Column, definition: WindowDefinition, options: WindowOptions,
       listing: Option[Column] = None): Column = {

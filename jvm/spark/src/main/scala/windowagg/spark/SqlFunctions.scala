@@ -5,6 +5,7 @@ import java.time.temporal.ChronoUnit
 
 import scala.util.control.NonFatal
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{UnresolvedAlias, UnresolvedAttribute, UnresolvedExtractValue}
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
@@ -21,7 +22,8 @@ import windowagg.core.{TimeSpan, WindowError}
  *  - `windows(ts, 'spec' [, options])`: the grouping key for any kind, spec in [[WindowSpec]]'s grammar;
  *  - `window_agg(TABLE(t) PARTITION BY k ORDER BY (ts), 'spec', 'aggregates' [, options])`: the same as a table;
  *  - `sliding_window`, `sliding_window_agg` and `session_window_agg`: the first functions, with a size or gap argument;
- *  - `new_rows(agg)` and `expired_rows(agg)`: Storm's window view, in an aggregation over Storm's windows.
+ *  - `new_rows(agg)` and `expired_rows(agg)`: Storm's window view, in an aggregation over Storm's windows;
+ *  - `windowagg_state('checkpoint')`: what a streaming query's windowed aggregation holds per key (`read_state`).
  */
 object SqlFunctions {
 
@@ -62,7 +64,30 @@ object SqlFunctions {
     Entry("session_window_agg",
       "session_window_agg(TABLE(t) PARTITION BY key ORDER BY (time), gap, 'agg AS name, ...' [, time_unit or options]) - " +
         "KIP-94 session windows [first, last] as a table",
-      args => windowAgg("session_window_agg", "gap", args, sessionWindows)))
+      args => windowAgg("session_window_agg", "gap", args, sessionWindows)),
+    Entry(streaming.StateReader.FunctionName,
+      s"${streaming.StateReader.FunctionName}('checkpoint' [, batch_id [, aggregation]]) - what a streaming windowed " +
+        "aggregation's checkpoint holds per key after a committed micro-batch (the latest by default): the keys, each " +
+        "open window and its aggregates' current values, the rows held back, the key's next close, and the state record",
+      stateOf))
+
+  /** `windowagg_state('checkpoint' [, batch_id [, aggregation]])`. */
+  private def stateOf(args: Seq[Expression]): LogicalPlan = {
+    val name = streaming.StateReader.FunctionName
+    def number(e: Expression, what: String): Long = e.dataType match {
+      case ByteType | ShortType | IntegerType | LongType if e.foldable && e.eval() != null => e.eval().asInstanceOf[Number].longValue
+      case _ => throw WindowAggException(WindowAggError.INVALID_QUERY, s"$name: $what must be a constant integer, got ${e.sql}")
+    }
+    if (args.isEmpty || args.length > 3) {
+      throw WindowAggException(WindowAggError.INVALID_QUERY,
+        s"$name takes a checkpoint location, then optionally a micro-batch id and which windowed aggregation; got ${args.length} arguments")
+    }
+    val checkpoint = string(args.head, s"$name's checkpoint location")
+    // a NULL micro-batch id: the latest committed
+    val batch = args.lift(1).filterNot(e => e.foldable && e.eval() == null).map(number(_, "the micro-batch id"))
+    val aggregation = args.lift(2).map(number(_, "the windowed aggregation").toInt)
+    streaming.StateReader.read(SparkSession.active, checkpoint, batch, aggregation).queryExecution.analyzed
+  }
 
   /** `windows(ts, 'spec' [, options])`, and for listed windows not naming their column `windows(ts, 'spec' [, options], listing)`. */
   private def windowsOfSpec(args: Seq[Expression]): Expression = {

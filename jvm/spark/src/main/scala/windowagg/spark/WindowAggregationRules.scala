@@ -194,7 +194,12 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     if (child.isStreaming) {
       // Streaming: the same node's meaning, planned through transformWithState; late rows, when
       // emitted, come out as two more columns.
-      val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options)
+      // each aggregate's value under the name the query gives it where it selects it alone, else its SQL
+      val names = aggregates.zip(aggregateOutput).map { case ((ae, view), out) =>
+        results.collectFirst { case Alias(selected: Attribute, name) if selected.exprId == out.exprId => name }
+          .getOrElse(if (view == WindowView.All) ae.sql else s"${view.name}(${ae.sql})")
+      }
+      val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options, names)
       Project(results ++ streaming.output.drop(node.output.length), streaming)
     } else {
       Project(results, node)

@@ -1,8 +1,9 @@
 package windowagg.spark
 
-import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Path}
 import java.sql.Timestamp
+
+import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
@@ -12,9 +13,12 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CountWindows, SessionWindows, SlidingWindows, WindowDefinition}
 import windowagg.functions.window
-import windowagg.spark.streaming.{StateRecord, StreamingStartCheck}
+import windowagg.spark.streaming.{StateKeying, StateRecord, StreamingStartCheck, StreamingWindowPlanner}
 
-/** Misuse a streaming query can only show when it starts: emit against the output mode, and a checkpoint built by another query. */
+/**
+ * Misuse a streaming query can only show when it starts: emit against the output mode, and a
+ * checkpoint built by another query, another release or another state store, or edited by hand.
+ */
 class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
 
   private def ts(seconds: Long): Timestamp = new Timestamp(seconds * 1000)
@@ -106,75 +110,132 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     assert(Files.readString(checkpoint.resolve("windowagg").resolve("state.json")).contains("sliding 5 minutes"))
   }
 
+  /** Every file under `dir` with its bytes: what a refused start must leave as it was. */
+  private def files(dir: Path): Map[String, Seq[Byte]] = {
+    val stream = Files.walk(dir)
+    try stream.iterator().asScala.filter(Files.isRegularFile(_)).map(p => dir.relativize(p).toString -> Files.readAllBytes(p).toSeq).toMap
+    finally stream.close()
+  }
+
+  /** The start of `df` from `checkpoint` is refused, leaving the checkpoint as it was; the message. */
+  private def refusedLeaving(checkpoint: Path, df: DataFrame, mode: String = "append"): String = {
+    val before = files(checkpoint)
+    val message = refused(start(df, mode, Some(checkpoint)))
+    assert(files(checkpoint) == before, s"a refused start changed the checkpoint: $message")
+    message
+  }
+
+  /** Replaces the record's text by `edit` of it (the .crc beside it would refuse a hand edit). */
+  private def editRecord(checkpoint: Path)(edit: String => String): Unit = {
+    val file = checkpoint.resolve("windowagg").resolve("state.json")
+    Files.deleteIfExists(checkpoint.resolve("windowagg").resolve(".state.json.crc"))
+    Files.writeString(file, edit(Files.readString(file)))
+  }
+
   test("state of another version, or a record of a newer format, fails at start naming the versions") {
+    val sessions = SessionWindows.withInactivityGap("10 seconds")
     val checkpoint = Files.createTempDirectory("windowagg-version")
     val input = newInput()
-    runOnce(windowed(input, SessionWindows.withInactivityGap("10 seconds")), input, checkpoint)
-    val file = checkpoint.resolve("windowagg").resolve("state.json")
-    val record = Files.readString(file)
-    Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
-    Files.writeString(file, record.replace("\"version\" : 3", "\"version\" : 7"))
-    val version = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds")), "append", Some(checkpoint)))
-    assert(version.contains("its 'sessions' state is version 7"), version)
-    assert(version.contains("reads version 3 only"), version)
+    runOnce(windowed(input, sessions), input, checkpoint)
+    val record = Files.readString(checkpoint.resolve("windowagg").resolve("state.json"))
+    assert(record.contains("\"keying\" : \"state partition\""), record)
+
+    editRecord(checkpoint)(_ => record.replace("\"version\" : 3", "\"version\" : 7"))
+    val version = refusedLeaving(checkpoint, windowed(newInput(), sessions))
+    assert(version.contains("its 'sessions' state is version 7 kept by state partition"), version)
+    assert(version.contains("reads version 3 and converts version 2 (the previous release's) only; a newer windowagg wrote it"), version)
     assert(version.contains("in a layout this release cannot read"), version)
+    assert(version.contains(checkpoint.resolve("windowagg").resolve("state.json").toString), version)
 
-    Files.writeString(file, record.replace("\"format\" : 1", "\"format\" : 9"))
-    val format = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds")), "append", Some(checkpoint)))
+    // version 2 was kept per key: a record saying it was kept per state partition is not the previous release's
+    editRecord(checkpoint)(_ => record.replace("\"version\" : 3", "\"version\" : 2"))
+    val partitioned = refusedLeaving(checkpoint, windowed(newInput(), sessions))
+    assert(partitioned.contains("its 'sessions' state is version 2 kept by state partition"), partitioned)
+
+    editRecord(checkpoint)(_ => record.replace("\"format\" : 2", "\"format\" : 9"))
+    val format = refusedLeaving(checkpoint, windowed(newInput(), sessions))
     assert(format.contains("written by a newer windowagg"), format)
-
-    Files.write(file, "not json".getBytes(StandardCharsets.UTF_8))
-    val broken = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds")), "append", Some(checkpoint)))
-    assert(broken.contains("cannot read windowagg's state record"), broken)
   }
 
-  test("a checkpoint written before records were kept (0.1.0) holds first versions, which fail at start naming them") {
-    val counts = CountWindows.of(10)
-    val checkpoint = Files.createTempDirectory("windowagg-legacy")
-    val input = newInput()
-    runOnce(windowed(input, counts), input, checkpoint)
-    Files.delete(checkpoint.resolve("windowagg").resolve("state.json"))
-    val rows = refused(start(windowed(newInput(), counts), "append", Some(checkpoint)))
-    assert(rows.contains("its 'rows' state is version 1"), rows)
-    assert(rows.contains("reads version 2 only"), rows)
-
-    val sliding = Files.createTempDirectory("windowagg-legacy-sliding")
-    val slidingInput = newInput()
-    runOnce(windowed(slidingInput, SlidingWindows.of("10 seconds")), slidingInput, sliding)
-    Files.delete(sliding.resolve("windowagg").resolve("state.json"))
-    val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(sliding)))
-    assert(message.contains("its 'partials by time' state is version 1"), message)
-    assert(message.contains("reads version 5 only"), message)
-  }
-
-  test("state as 0.3.0 kept it (per key, not per state partition) fails at start naming the versions") {
-    val checkpoint = Files.createTempDirectory("windowagg-earlier")
+  test("a truncated or hand-edited record fails at start naming the file and what to do") {
+    val checkpoint = Files.createTempDirectory("windowagg-edited")
     val input = newInput()
     runOnce(windowed(input, SlidingWindows.of("10 seconds")), input, checkpoint)
-    val file = checkpoint.resolve("windowagg").resolve("state.json")
-    val record = Files.readString(file)
-    assert(record.contains("\"version\" : 5"), record)
-    Files.delete(checkpoint.resolve("windowagg").resolve(".state.json.crc")) // edited by hand below
-    Files.writeString(file, record.replace("\"version\" : 5", "\"version\" : 2")) // as 0.3.0 wrote it
-    val message = refused(start(windowed(newInput(), SlidingWindows.of("10 seconds")), "append", Some(checkpoint)))
-    assert(message.contains("its 'partials by time' state is version 2"), message)
-    assert(message.contains("reads version 5 only"), message)
+    val record = Files.readString(checkpoint.resolve("windowagg").resolve("state.json"))
+    val file = checkpoint.resolve("windowagg").resolve("state.json").toString
+    val edits: Seq[(String => String, String)] = Seq(
+      ((r: String) => r.take(r.length / 2), "it is not JSON"),
+      ((_: String) => "", "it is empty or not a JSON object"),
+      ((r: String) => r.replace("\"keying\" : \"state partition\"", "\"keying\" : \"row\""),
+        "keying 'row' is none of 'state partition', 'key'"),
+      ((r: String) => r.replace("\"version\" : 5", "\"version\" : \"five\""), "an operator has no valid 'version'"),
+      ((r: String) => r.replace("\"layout\" : \"partials by time\",", ""), "an operator has no 'layout'"),
+      ((r: String) => r.replace("\"operators\"", "\"operator\""), "it lists no operators"))
+    for ((edit, why) <- edits) {
+      editRecord(checkpoint)(_ => edit(record))
+      val message = refusedLeaving(checkpoint, windowed(newInput(), SlidingWindows.of("10 seconds")))
+      assert(message.contains(s"cannot read windowagg's state record $file"), message)
+      assert(message.contains(why), message)
+      assert(message.contains("restore it from a copy of the checkpoint, or start the query from a new checkpoint location"), message)
+    }
   }
 
-  test("a layout that reads earlier versions takes over their records, and no other layout's or later version's") {
+  test("a checkpoint of a query without windowagg's windows, or whose record was deleted, fails at start saying so") {
+    val counts = CountWindows.of(10)
+    val other = Files.createTempDirectory("windowagg-other-query")
+    val input = newInput()
+    val query = input.toDF().toDF("k", "ts", "v").withWatermark("ts", "1 minute").dropDuplicates("k", "ts")
+      .writeStream.format("noop").option("checkpointLocation", other.toString).start()
+    try {
+      input.addData(Seq(("a", ts(1), 1L)))
+      query.processAllAvailable()
+    } finally query.stop()
+    val message = refusedLeaving(other, windowed(newInput(), counts))
+    assert(message.contains(s"the checkpoint file:$other was written by a query without windowagg's streaming windows") ||
+      message.contains(s"the checkpoint $other was written by a query without windowagg's streaming windows"), message)
+    assert(message.contains("start it from a new checkpoint location"), message)
+
+    val deleted = Files.createTempDirectory("windowagg-deleted-record")
+    val ownInput = newInput()
+    runOnce(windowed(ownInput, counts), ownInput, deleted)
+    Files.delete(deleted.resolve("windowagg").resolve("state.json"))
+    val missing = refusedLeaving(deleted, windowed(newInput(), counts))
+    assert(missing.contains("holds windowagg's state (keyTimers, progressByKey, settledByKey, waitingByKey)"), missing)
+    assert(missing.contains("but its record windowagg/state.json is missing"), missing)
+  }
+
+  test("a checkpoint begun with another state store provider fails at start naming the offsets file") {
+    val checkpoint = Files.createTempDirectory("windowagg-provider")
+    val input = newInput()
+    runOnce(windowed(input, SlidingWindows.of("10 seconds")), input, checkpoint)
+    val offsets = checkpoint.resolve("offsets").resolve("0")
+    Files.deleteIfExists(checkpoint.resolve("offsets").resolve(".0.crc"))
+    Files.writeString(offsets, Files.readString(offsets)
+      .replace(StreamingWindowPlanner.RocksDbProvider, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"))
+    val message = refusedLeaving(checkpoint, windowed(newInput(), SlidingWindows.of("10 seconds")))
+    assert(message.contains("was begun with the state store provider org.apache.spark.sql.execution.streaming.state." +
+      "HDFSBackedStateStoreProvider"), message)
+    assert(message.contains(s"recorded in file:$offsets") || message.contains(s"recorded in $offsets"), message)
+    assert(message.contains("Start the query from a new checkpoint location"), message)
+  }
+
+  test("a record of this release's layout, or of the previous release's kept per key, is taken over; no other") {
     val fields = Seq("window" -> "sliding 10 seconds", "keys" -> "k STRING")
-    val now = StateRecord("partials by time", 4, fields, readsFrom = Some(2))
-    assert(now.reads(StateRecord("partials by time", 2, fields)))
-    assert(now.reads(StateRecord("partials by time", 4, fields)))
-    assert(!now.reads(StateRecord("partials by time", 1, fields)))
-    assert(!now.reads(StateRecord("partials by time", 5, fields)))
-    assert(!now.reads(StateRecord("sessions", 3, fields)))
-    assert(!StateRecord("partials by time", 4, fields).reads(StateRecord("partials by time", 3, fields)))
+    val now = StateRecord("partials by time", 5, StateKeying.ByPartition, fields, previousVersion = Some(2))
+    assert(now.takesOver(StateRecord("partials by time", 5, StateKeying.ByPartition, fields)).contains(StateKeying.ByPartition))
+    assert(now.takesOver(StateRecord("partials by time", 5, StateKeying.ByKey, fields)).contains(StateKeying.ByKey))
+    assert(now.takesOver(StateRecord("partials by time", 2, StateKeying.ByKey, fields)).contains(StateKeying.ByKey))
+    assert(now.takesOver(StateRecord("partials by time", 2, StateKeying.ByPartition, fields)).isEmpty)
+    assert(now.takesOver(StateRecord("partials by time", 1, StateKeying.ByKey, fields)).isEmpty)
+    assert(now.takesOver(StateRecord("partials by time", 6, StateKeying.ByPartition, fields)).isEmpty)
+    assert(now.takesOver(StateRecord("sessions", 5, StateKeying.ByPartition, fields)).isEmpty)
+    assert(StateRecord("partials by time", 5, StateKeying.ByPartition, fields).takesOver(
+      StateRecord("partials by time", 2, StateKeying.ByKey, fields)).isEmpty)
   }
 
   test("differences are said per aggregation when a query has several") {
-    val a = StateRecord("sessions", 1, Seq("window" -> "session gap 10 seconds", "keys" -> "k STRING"))
-    val b = StateRecord("sessions", 1, Seq("window" -> "session gap 10 seconds", "keys" -> "k STRING, j INT"))
+    val a = StateRecord("sessions", 1, StateKeying.ByPartition, Seq("window" -> "session gap 10 seconds", "keys" -> "k STRING"))
+    val b = StateRecord("sessions", 1, StateKeying.ByPartition, Seq("window" -> "session gap 10 seconds", "keys" -> "k STRING, j INT"))
     assert(StreamingStartCheck.differences(Seq(a, a), Seq(a, b)) ==
       Seq("windowed aggregation 2: keys was 'k STRING', now 'k STRING, j INT'"))
     assert(StreamingStartCheck.differences(Seq(a), Seq(a, b)) ==

@@ -55,8 +55,12 @@ object Combine {
  */
 case class CombineBeforeShuffle(spec: StreamingWindowSpec, keys: Seq[Attribute], keyBytes: Attribute, whole: Attribute,
     piece: Attribute, bucket: Attribute, child: LogicalPlan) extends UnaryNode {
-  override def output: Seq[Attribute] = Seq(keyBytes, whole, piece, bucket)
-  override def producedAttributes: AttributeSet = AttributeSet(output)
+  /** Grouped by key ([[StateKeying.ByKey]]), the keys themselves instead of their partition, for Spark to group by. */
+  override def output: Seq[Attribute] = spec.keying match {
+    case StateKeying.ByPartition => Seq(keyBytes, whole, piece, bucket)
+    case StateKeying.ByKey => Seq(keyBytes, whole, piece) ++ keys
+  }
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(keyBytes, whole, piece, bucket))
   override protected def withNewChildInternal(newChild: LogicalPlan): CombineBeforeShuffle = copy(child = newChild)
 }
 
@@ -109,19 +113,22 @@ object CombineBeforeShuffle {
    * packed and given their partition's group, and rows are shuffled to their partition and sorted by
    * key there, so the processor takes each key's rows together (Spark's own sort, which spills,
    * instead of holding a partition's rows). In real-time mode, which sorts nothing, rows come as they
-   * arrive, and the processor takes each run of one key's rows as it comes.
+   * arrive, and the processor takes each run of one key's rows as it comes. Grouped by key
+   * ([[StateKeying.ByKey]]), rows keep their keys, and Spark's own shuffle and sort by key follow.
    */
   def plan(node: CombineBeforeShuffle, child: SparkPlan, partitions: Int): SparkPlan = {
     val realTime = inRealTimeMode(node)
     val combined = combine(node, child, realTime)
-    val keys = combined.output.take(node.keys.length).map(SparkInternals.normalizedKey)
-    val shipped = ProjectExec(Seq(
-      Alias(PackedRow(keys), node.keyBytes.name)(exprId = node.keyBytes.exprId),
-      node.whole,
-      node.piece,
-      Alias(KeyBucket(keys, partitions), node.bucket.name)(exprId = node.bucket.exprId)), combined)
-    if (realTime) shipped
-    else SparkInternals.shuffledAndSorted(Seq(node.bucket), partitions, Seq(node.bucket, node.keyBytes).map(SortOrder(_, Ascending)), shipped)
+    val keys = combined.output.take(node.keys.length)
+    val keyBytes = Alias(PackedRow(keys.map(SparkInternals.normalizedKey)), node.keyBytes.name)(exprId = node.keyBytes.exprId)
+    node.spec.keying match {
+      case StateKeying.ByKey => ProjectExec(Seq(keyBytes, node.whole, node.piece) ++ keys, combined)
+      case StateKeying.ByPartition =>
+        val bucket = Alias(KeyBucket(keys.map(SparkInternals.normalizedKey), partitions), node.bucket.name)(exprId = node.bucket.exprId)
+        val shipped = ProjectExec(Seq(keyBytes, node.whole, node.piece, bucket), combined)
+        if (realTime) shipped
+        else SparkInternals.shuffledAndSorted(Seq(node.bucket), partitions, Seq(node.bucket, node.keyBytes).map(SortOrder(_, Ascending)), shipped)
+    }
   }
 
   /** The rows as `spec.combine` (or real-time mode) combines them: the keys, then the row whole or null, then the piece or null. */

@@ -7,10 +7,11 @@ import scala.collection.mutable
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, BindReferences, BoundReference, Expression, InterpretedOrdering, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.types.DataType
 
 import windowagg.{ResolvedWindows, RowWindows, WindowDefinition}
 import windowagg.core.{RowFinality, Timed}
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowAggError, WindowAggException}
+import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowAggError, WindowAggException}
 
 /**
  * Kinds cut at rows (Storm's count windows, windows evaluated every n rows or every row) in
@@ -28,10 +29,10 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowAggError, Win
  */
 private[spark] object CountedRows extends StreamingKind {
   /**
-   * Version 1 (0.2.0, 0.3.0, earlier builds of 0.4.0) kept a key's rows and positions under the key
-   * itself, with a timer of Spark's per key; version 2 keeps them under the key's state partition
-   * (`KeyStates`, `Timers`), the waiting rows as one entry and the positions and times as another,
-   * which no earlier version's entries can be moved to.
+   * Version 1 (0.2.0, 0.3.0) kept a key's rows and positions in variables of the key's own group,
+   * with a timer of Spark's per key, and converts to this one ([[PreviousLayouts.Rows1]]); version 2
+   * keeps them in entries under the key's bytes (`KeyStates`, `Timers`), the waiting rows as one
+   * entry and the positions and times as another.
    */
   override val layout: StateLayout = StateLayout("rows", 2)
 
@@ -48,8 +49,29 @@ private[spark] object CountedRows extends StreamingKind {
           "its windows come out final only; use emit 'final' (and the append output mode)")
     }
 
+  override def previousLayout: Option[PreviousLayout] = Some(PreviousLayouts.Rows1)
+
   override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
     new Logic(spec, tools, states, timers)
+
+  val SettledVariable = "settled"
+  val WaitingVariable = "waiting"
+  val ProgressVariable = "progress"
+
+  /**
+   * No window is open between evaluations: the key holds its settled rows that windows still to
+   * come may need, and the rows waiting for the watermark.
+   */
+  override def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates,
+      key: InternalRow, out: KeyHolding): Unit = {
+    val stored = states.value(ProgressVariable, Encoders.BINARY).get()
+    val waiting = Option(states.value(WaitingVariable, Encoders.BINARY).get()).map(decodeWaiting).getOrElse(Vector.empty)
+    if (stored != null || waiting.nonEmpty) {
+      val progress = Option(stored).map(Progress.decode).getOrElse(Progress.empty)
+      out.heldRows(progress.next - progress.first + waiting.length)
+      out.timer(progress.timer)
+    }
+  }
 
   /** A waiting row as stored: time, tie-order row (its length first), partial aggregate. */
   def waitingEntry(time: Long, order: UnsafeRow, partial: Array[Byte]): Array[Byte] = {
@@ -103,6 +125,11 @@ private[spark] object CountedRows extends StreamingKind {
    * the watermark `settledUntil`; with Storm's window view, the first row of the last window; and
    * the key's timer (the last two [[NoValue]] when there is none).
    */
+  /** A key's positions and times as stored ([[Progress]]), built by a conversion from an earlier layout. */
+  def progress(first: Long, next: Long, accountedBefore: Long, settledUntil: Long, lastWindowHead: Option[Long],
+      timerMs: Option[Long]): Array[Byte] =
+    new Progress(first, next, accountedBefore, settledUntil, lastWindowHead.getOrElse(NoValue), timerMs.getOrElse(NoValue)).encode
+
   private final class Progress(var first: Long, var next: Long, var accountedBefore: Long, var settledUntil: Long,
       var lastWindowHead: Long, var timerMs: Long) {
     def timer: Option[Long] = Option.when(timerMs != NoValue)(timerMs)
@@ -124,9 +151,9 @@ private[spark] object CountedRows extends StreamingKind {
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val kind = spec.windows.asInstanceOf[RowWindows]
-    private val settled: Entries[Long, Array[Byte]] = states.map("settled", Encoders.scalaLong, Encoders.BINARY)
-    private val waiting = states.value("waiting", Encoders.BINARY)
-    private val progressState = states.value("progress", Encoders.BINARY)
+    private val settled: Entries[Long, Array[Byte]] = states.map(SettledVariable, Encoders.scalaLong, Encoders.BINARY)
+    private val waiting = states.value(WaitingVariable, Encoders.BINARY)
+    private val progressState = states.value(ProgressVariable, Encoders.BINARY)
     private val finality = new RowFinality(kind)
     private val order = spec.tieOrder.map(BindReferences.bindReference(_: Expression, spec.valueAttributes))
     private val tieOrder = UnsafeProjection.create(order)

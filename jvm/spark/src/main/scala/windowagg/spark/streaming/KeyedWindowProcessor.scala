@@ -5,13 +5,15 @@ import scala.collection.mutable
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.encoders.encoderFor
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types.DataType
+import org.apache.spark.sql.windowagg.SparkInternals
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.spark.{NotWindowed, SparkAggregates, WindowView, WindowsOfKey}
+import windowagg.spark.{NotWindowed, PackedRow, SparkAggregates, WindowView, WindowsOfKey}
 
 /**
  * The one streaming processor of windowed aggregations (transformWithState, event or processing
@@ -22,9 +24,11 @@ import windowagg.spark.{NotWindowed, SparkAggregates, WindowView, WindowsOfKey}
  * Spark groups the rows by state partition ([[KeyBucket]]), not by key: a call takes a partition's
  * rows, each key's together (sorted by key before; in real-time mode, runs of a key as they come),
  * and the kinds keep their state per key in `KeyStates` and their timers in `Timers`, so that
- * Spark keeps one timer per partition instead of one per key.
+ * Spark keeps one timer per partition instead of one per key. A checkpoint of the previous release
+ * stays grouped by key ([[StateKeying.ByKey]]): a call then takes one key's rows, and a key's state
+ * in the previous layout is converted before the key is read ([[PreviousLayouts]]).
  */
-final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
+final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
   @transient private var tools: TaskTools = _
   @transient private var logic: KeyLogic = _
   @transient private var input: Input = _
@@ -34,14 +38,17 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   @transient private var states: KeyStates = _
   @transient private var timers: Timers = _
   // with expireIdleKeys: the latest time among the key's rows
-  @transient private var latestRow: KeyStates#KeyValue[java.lang.Long] = _
+  @transient private var latestRow: KeyValue[java.lang.Long] = _
   @transient private var latestSeen: Option[Long] = None
+  // grouped by key: the group's key bytes, and its state in the previous release's layout
+  @transient private var groupKeyBytes: Row => Array[Byte] = _
+  @transient private var previous: Option[PreviousLayout.Converter] = None
 
   private val kind: StreamingKind = spec.kind
 
   /** What the checkpoint records about this aggregation's state, checked on restart ([[StreamingStartCheck]]). */
   def stateRecord: StateRecord =
-    StateRecord(kind.layout.name, kind.layout.version, spec.description, Some(kind.layout.readsFrom))
+    StateRecord(kind.layout.name, kind.layout.version, spec.keying, spec.description, kind.previousLayout.map(_.version), spec.reading)
 
   def emission: Emission = spec.emission
 
@@ -54,10 +61,14 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)
-    states = new KeyStates(getHandle)
+    states = new HandleKeyStates(getHandle)
     timers = new Timers(spec, getHandle, states)
     if (spec.expireIdleAfter.isDefined) latestRow = states.value("latestRow", Encoders.LONG)
     logic = kind.open(spec, tools, states, timers)
+    if (spec.keying == StateKeying.ByKey) {
+      groupKeyBytes = KeyedWindowProcessor.keyBytes(spec)
+      previous = kind.previousLayout.map(_.open(getHandle, states))
+    }
   }
 
   override def close(): Unit = if (tools != null) {
@@ -70,21 +81,41 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
     if (spec.processingTime) timerValues.getCurrentProcessingTimeInMs() else timerValues.getCurrentWatermarkInMs(),
     spec.ticksPerMilli)
 
-  override def handleInputRows(bucket: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
+  override def handleInputRows(group: Row, inputRows: Iterator[Row], timerValues: TimerValues): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
-    timers.start()
-    val rows = inputRows.buffered
-    // each key's rows come together: one key at a time, its output taken before the next key is read
-    Iterator.continually(rows).takeWhile(_.hasNext).flatMap { _ =>
-      val keyBytes = rows.head.getAs[Array[Byte]](KeyBytesOrdinal)
-      val ofKey = new Iterator[Row] {
-        override def hasNext: Boolean = rows.hasNext && java.util.Arrays.equals(rows.head.getAs[Array[Byte]](KeyBytesOrdinal), keyBytes)
-        override def next(): Row = rows.next()
+    if (spec.keying == StateKeying.ByKey) {
+      // one key per group
+      val keyBytes = converted(group)
+      timers.start()
+      onRows(keyBytes, inputRows, watermark)
+    } else {
+      timers.start()
+      val rows = inputRows.buffered
+      // each key's rows come together: one key at a time, its output taken before the next key is read
+      Iterator.continually(rows).takeWhile(_.hasNext).flatMap { _ =>
+        val keyBytes = rows.head.getAs[Array[Byte]](KeyBytesOrdinal)
+        val ofKey = new Iterator[Row] {
+          override def hasNext: Boolean = rows.hasNext && java.util.Arrays.equals(rows.head.getAs[Array[Byte]](KeyBytesOrdinal), keyBytes)
+          override def next(): Row = rows.next()
+        }
+        val out = onRows(keyBytes, ofKey, watermark)
+        ofKey.foreach(_ => ()) // a kind reads every row; none may be left for the next key
+        out
       }
-      val out = onRows(keyBytes, ofKey, watermark)
-      ofKey.foreach(_ => ()) // a kind reads every row; none may be left for the next key
-      out
     }
+  }
+
+  /**
+   * Grouped by key: the group's key bytes, with the key's state moved from the previous release's
+   * layout if it is still there, its timer (Spark's, registered by that release) taken over.
+   */
+  private def converted(group: Row): Array[Byte] = {
+    val keyBytes = groupKeyBytes(group)
+    previous.foreach { converter =>
+      states.use(keyBytes)
+      converter.convert().foreach(c => timers.adopt(c.timerMs))
+    }
+    keyBytes
   }
 
   /** One key's rows of a micro-batch. */
@@ -130,8 +161,9 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   }
 
   /** The partition's timer: every key whose own timer is due (`Timers.sweep`). */
-  override def handleExpiredTimer(bucket: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
+  override def handleExpiredTimer(group: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
+    if (spec.keying == StateKeying.ByKey) converted(group)
     timers.start()
     timers.sweep(Math.floorDiv(watermark, spec.ticksPerMilli)).flatMap { keyBytes =>
       val keyRow = useKey(keyBytes)
@@ -183,6 +215,22 @@ final class KeyedWindowProcessor(spec: StreamingWindowSpec) extends StatefulProc
   private val KeyBytesOrdinal = 0
   private val WholeOrdinal = 1
   private val PieceOrdinal = 2
+}
+
+private[spark] object KeyedWindowProcessor {
+  /** A group's keys (grouped by key) packed as the plan packs each row's ([[CombineBeforeShuffle.plan]]). */
+  def keyBytes(spec: StreamingWindowSpec): Row => Array[Byte] = {
+    val toInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()
+    val pack = internalKeyBytes(spec.keySchema.map(_.dataType))()
+    group => pack(toInternal(group))
+  }
+
+  /** Keys of `types` in Spark's internal form packed as the plan packs them: a packer per task (it reuses its row). */
+  def internalKeyBytes(types: Seq[DataType]): () => InternalRow => Array[Byte] = () => {
+    val keys = types.zipWithIndex.map { case (t, i) => SparkInternals.normalizedKey(BoundReference(i, t, nullable = true)) }
+    val pack = UnsafeProjection.create(Seq(PackedRow(keys)))
+    key => pack(key).getBinary(0)
+  }
 }
 
 /**
@@ -303,10 +351,10 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
  */
 private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulProcessorHandle, states: KeyStates) {
   private val keyTimers: MapState[Array[Byte], java.lang.Long] =
-    handle.getMapState[Array[Byte], java.lang.Long]("keyTimers", Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
+    handle.getMapState[Array[Byte], java.lang.Long](Timers.KeyTimers, Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
   // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
   private val partitionTimer: ValueState[java.lang.Long] =
-    handle.getValueState[java.lang.Long]("partitionTimer", Encoders.LONG, TTLConfig.NONE)
+    handle.getValueState[java.lang.Long](Timers.PartitionTimer, Encoders.LONG, TTLConfig.NONE)
   private var registered: Option[Long] = None
 
   /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
@@ -337,6 +385,15 @@ private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulPro
       }
     }
     target
+  }
+
+  /**
+   * The current key's state came from the previous release's layout with Spark's timer of its group
+   * (grouped by key) at `ms`: the key's timer is that one.
+   */
+  def adopt(ms: Option[Long]): Unit = ms.foreach { at =>
+    keyTimers.updateValue(states.current, at)
+    partitionTimer.update(at)
   }
 
   /** The current key has no timer any more (its state is gone). */
@@ -371,4 +428,10 @@ private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulPro
     partitionTimer.update(ms)
     registered = Some(ms)
   }
+}
+
+private[spark] object Timers {
+  /** The state variables of the timers: each key's, and the one of Spark's per group. */
+  val KeyTimers = "keyTimers"
+  val PartitionTimer = "partitionTimer"
 }

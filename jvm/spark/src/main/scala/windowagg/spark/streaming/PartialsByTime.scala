@@ -7,10 +7,11 @@ import scala.collection.mutable
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.types.DataType
 
-import windowagg.ListedWindows
+import windowagg.{ListedWindows, ResolvedWindows}
 import windowagg.core.WindowFinality
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, WindowsOfKey}
+import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowsOfKey}
 
 /**
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
@@ -52,24 +53,51 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
     else Combine.none(choice.why)
   }
 
+  override def previousLayout: Option[PreviousLayout] = if (listed) None else Some(PreviousLayouts.PartialsByTime2)
+
   override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
     new Logic(spec, tools, states, timers)
+
+  /** The windows not final yet over the key's partials (the cursor's, as the processor's), and its pending rows. */
+  override def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates,
+      key: InternalRow, out: KeyHolding): Unit = {
+    val stored = states.value(ProgressVariable, Encoders.BINARY).get()
+    if (stored != null) {
+      val progress = Progress.decode(stored)
+      val finality = new WindowFinality(new WindowsOfKey(windows, keyTypes)(key))
+      val listedKind = windows match {
+        case l: ListedWindows.Resolved => Some(l)
+        case _ => None
+      }
+      val blocks = new PartialBlocks(states.map(BlocksVariable, Encoders.scalaLong, Encoders.BINARY), progress.blockStarts,
+        progress.inline, aggregates, listedKind)
+      val oldest = finality.oldestNeeded(progress.finalBefore)
+      val times = blocks.from(oldest).map(_.time).toArray
+      finality.windowsChangedBy(blocks.from(oldest), aggregates, progress.finalBefore, times)(out.window)
+      out.heldRows(progress.pending.length.toLong)
+      out.timer(progress.timer)
+    }
+  }
 }
 
 private[spark] object PartialsByTime {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
-   * timer entries; version 2 (0.3.0) had no pending rows, version 3 kept every block in the map, and
-   * version 4 kept a key's state under the key itself, with a timer of Spark's per key; version 5
-   * keeps it under the key's state partition (`KeyStates`, `Timers`), which no earlier
-   * version's entries can be moved to.
+   * timer entries; version 2 (0.3.0) kept a key's progress (no pending rows) and its blocks (every
+   * one in the map) in variables of the key's own group, with a timer of Spark's per key, and
+   * converts to this one ([[PreviousLayouts.PartialsByTime2]]); versions 3 and 4 were builds of
+   * 0.4.0 never released; version 5 keeps a key's state in entries under its bytes (`KeyStates`,
+   * `Timers`).
    */
   private val TimesLayout = StateLayout("partials by time", 5)
   /**
-   * The blocks of "partials by time" with each partial's windows; version 1 kept every block in the
-   * map, version 2 a key's state under the key itself, version 3 under its state partition.
+   * The blocks of "partials by time" with each partial's windows; versions 1 and 2 were builds of
+   * 0.4.0 never released, version 3 keeps a key's state in entries under its bytes.
    */
   private val ListedLayout = StateLayout("listed partials by time", 3)
+  val ProgressVariable = "progress"
+  val BlocksVariable = "blocks"
+  private val FiringVariable = "firing"
   // the two kinds come after the layouts they read: an object's fields are set in order
   /** The kinds whose windows come from the definition. */
   val OfTimes = new PartialsByTime(listed = false)
@@ -156,10 +184,10 @@ private[spark] object PartialsByTime {
 
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val blockState: Entries[Long, Array[Byte]] = states.map("blocks", Encoders.scalaLong, Encoders.BINARY)
-    private val progressState = states.value("progress", Encoders.BINARY)
+    private val blockState: Entries[Long, Array[Byte]] = states.map(BlocksVariable, Encoders.scalaLong, Encoders.BINARY)
+    private val progressState = states.value(ProgressVariable, Encoders.BINARY)
     private val early: Option[Long] = spec.emission.earlyEvery
-    private val firingState = early.map(_ => states.value("firing", Encoders.BINARY))
+    private val firingState = early.map(_ => states.value(FiringVariable, Encoders.BINARY))
     // the windows of the key at hand (each key's own, for per-key windows), set as each call starts
     private val keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     private var windows = spec.windows

@@ -6,6 +6,7 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.DataType
 
 import windowagg.{MergingWindows, ResolvedWindows, WindowDefinition}
 import windowagg.core.{OpenSession, SessionMerging}
@@ -33,9 +34,9 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, Wi
 private[spark] object Sessions extends StreamingKind {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a
-   * timer per session reach; version 2 (0.3.0, earlier builds of 0.4.0) a key's sessions under the
-   * key itself, with a timer of Spark's per key; version 3 keeps them under the key's state partition
-   * (`KeyStates`, `Timers`), which no earlier version's entries can be moved to.
+   * timer per session reach; version 2 (0.3.0) a key's sessions in a value of the key's own group,
+   * with a timer of Spark's per key; version 3 keeps them in an entry under the key's bytes
+   * (`KeyStates`, `Timers`), into which version 2's move unchanged ([[PreviousLayouts.Sessions2]]).
    */
   override val layout: StateLayout = StateLayout("sessions", 3)
 
@@ -63,8 +64,24 @@ private[spark] object Sessions extends StreamingKind {
     }
   }
 
+  override def previousLayout: Option[PreviousLayout] = Some(PreviousLayouts.Sessions2)
+
   override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
     new Logic(spec, tools, states, timers)
+
+  val SessionsVariable = "keySessions"
+
+  /** The key's open sessions, each `[first, last]` as it would be emitted. */
+  override def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates,
+      key: InternalRow, out: KeyHolding): Unit = {
+    val stored = states.value(SessionsVariable, Encoders.BINARY).get()
+    if (stored != null) {
+      val sessions = KeySessions.decode(stored, aggregates)
+      sessions.open.foreach(s => out.window(s.first, s.last, s.partial))
+      out.heldRows(0L)
+      out.timer(sessions.timerMs)
+    }
+  }
 
   private val NoValue = Long.MinValue
 
@@ -86,6 +103,9 @@ private[spark] object Sessions extends StreamingKind {
       out.array()
     }
   }
+
+  /** The timer (ms) of a key's sessions as encoded, if it has one. */
+  def timerOf(bytes: Array[Byte]): Option[Long] = Some(ByteBuffer.wrap(bytes).getLong(16)).filter(_ != NoValue)
 
   object KeySessions {
     def decode(bytes: Array[Byte], aggregates: SparkAggregates): KeySessions = {
@@ -159,7 +179,7 @@ private[spark] object Sessions extends StreamingKind {
 
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val sessionState = states.value("keySessions", Encoders.BINARY)
+    private val sessionState = states.value(SessionsVariable, Encoders.BINARY)
     private val merging = new SessionMerging[InternalRow](aggregates)
     private val fixedGap: Option[Long] = spec.windows match {
       case m: MergingWindows => m.fixedGap

@@ -2,9 +2,10 @@ package windowagg.spark.streaming
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.types.DataType
 
 import windowagg.{ListedWindows, MergingWindows, ResolvedWindows, RowWindows, WindowDefinition}
-import windowagg.spark.{AggregateBeforeShuffle, RowIntake, WindowAggError, WindowAggException}
+import windowagg.spark.{AggregateBeforeShuffle, RowIntake, SparkAggregates, WindowAggError, WindowAggException}
 
 /**
  * The streaming side of a kind of window: what it keeps per key in state and in which layout, how
@@ -18,6 +19,12 @@ private[spark] trait StreamingKind extends Serializable {
 
   /** How the query's rows combine before the shuffle, and why (the planner's choice, in EXPLAIN). */
   def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine
+
+  /**
+   * The previous release's layout of this kind's state, when it had one, which a checkpoint it wrote
+   * restarts from (converted key by key, [[PreviousLayouts]]).
+   */
+  def previousLayout: Option[PreviousLayout] = None
 
   /** Whether update mode retracts windows merged into others. */
   def retracts: Boolean = false
@@ -38,6 +45,23 @@ private[spark] trait StreamingKind extends Serializable {
 
   /** One task's logic for its keys, over the state variables it declares in `states`, with each key's one timer kept by `timers`. */
   def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic
+
+  /**
+   * What the key `states` is set to holds (`read_state`), read with the processor's own decoders:
+   * its open windows with their aggregate buffers, the rows it holds back and its timer.
+   */
+  def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates, key: InternalRow,
+      out: KeyHolding): Unit
+}
+
+/** What one key holds, as [[StreamingKind.inspect]] reports it. */
+private[spark] trait KeyHolding {
+  /** A window not final yet, with its aggregate buffer (valid during the call only). */
+  def window(start: Long, end: Long, buffer: InternalRow): Unit
+  /** The key's rows kept whole: waiting for the watermark to order them, or to learn whether a window holds them. */
+  def heldRows(count: Long): Unit
+  /** The key's timer (ms): when the watermark passes it, the key is looked at again. */
+  def timer(ms: Option[Long]): Unit
 }
 
 private[spark] object StreamingKind {
@@ -47,6 +71,11 @@ private[spark] object StreamingKind {
     case _: ListedWindows.Resolved => PartialsByTime.Listed
     case _ => PartialsByTime.OfTimes
   }
+
+  private lazy val all: Seq[StreamingKind] = Seq(Sessions, CountedRows, PartialsByTime.Listed, PartialsByTime.OfTimes)
+
+  /** The kind whose state layout is named `layout` (a checkpoint's record names it). */
+  def withLayout(layout: String): Option[StreamingKind] = all.find(_.layout.name == layout)
 }
 
 /**

@@ -2,11 +2,11 @@ package windowagg.spark.streaming
 
 import org.apache.spark.sql.{Encoders, Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, LogicalPlan, Project, TransformWithState}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.functions.{col, count_if, lit}
-import org.apache.spark.sql.streaming.TimeMode
-import org.apache.spark.sql.types.{BinaryType, IntegerType, Metadata, MetadataBuilder, StructType}
+import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
+import org.apache.spark.sql.types.{BinaryType, IntegerType, Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.{RowWindows, WindowDefinition}
@@ -27,8 +27,12 @@ object StreamingWindowPlanner {
   val MetricsName = "windowagg"
   /** In update mode, marks the rows that retract a session merged into another. */
   val RetractionColumn = "retraction"
+  /** transformWithState's grouping key when the aggregation has no keys: every row's is 0. */
+  val AllRowsKey = "_windowagg_all"
 
-  def plan(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, options: WindowOptions): LogicalPlan = {
+  /** `names`: the name the query gives each aggregate's value, which `read_state` shows it under. */
+  def plan(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, options: WindowOptions,
+      names: Seq[String]): LogicalPlan = {
     val provider = session.conf.getOption(ProviderConf).getOrElse("")
     if (!provider.contains("RocksDBStateStoreProvider")) {
       throw WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
@@ -79,7 +83,7 @@ object StreamingWindowPlanner {
       case a: Attribute if a.exprId == time.exprId => eventTime
     }
     // transformWithState needs a grouping key: without keys, every row shares one constant key
-    val allRows = Alias(Literal(0), "_windowagg_all")()
+    val allRows = Alias(Literal(0), AllRowsKey)()
     val groupKeys: Seq[NamedExpression] = if (node.keys.nonEmpty) node.keys else Seq(allRows)
     val rowByRow = StreamingWindowSpec(
       windows = node.windows,
@@ -97,6 +101,7 @@ object StreamingWindowPlanner {
       processingTime = options.processingTime,
       views = node.views,
       description = description(node, definition, options),
+      reading = Some(reading(session, node, definition, groupKeys, valueAttributes, names)),
       expireIdleAfter = options.expireIdleKeysTicks,
       listingColumn = node.listing.map(l => (valueAttributes.indexWhere(_.exprId == l.exprId), l.dataType)))
     val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
@@ -111,12 +116,9 @@ object StreamingWindowPlanner {
     val bucket = AttributeReference(StreamingWindowSpec.Bucket, IntegerType, nullable = false)()
     val shipped = CombineBeforeShuffle(spec, groupKeys.map(_.toAttribute), keyBytes, whole, piece, bucket,
       Project(valueAttributes ++ groupKeys, Project(values, marked)))
-    val grouped = SparkInternals.dataFrame(session, shipped).groupBy(SparkInternals.column(bucket))
-      .as[Row, Row](Encoders.row(StructType(Seq(StreamingWindowSpec.bucketField))), Encoders.row(spec.inputSchema))
     val timeMode = if (options.processingTime) TimeMode.ProcessingTime() else TimeMode.EventTime()
     // the processor emits its rows in binary form (no conversion through Row per output row); they are read back in place
-    val emitted = grouped.transformWithState(new KeyedWindowProcessor(spec), timeMode, emission.outputMode)(Encoders.BINARY)
-      .queryExecution.analyzed
+    val emitted = withProcessor(session, shipped, timeMode, emission.outputMode)
     val row = Alias(UnpackedRow(emitted.output.head, spec.outputSchema), "row")()
     val columns = spec.outputSchema.fields.zipWithIndex.map { case (f, i) =>
       Alias(GetStructField(row.toAttribute, i, Some(f.name)), f.name)()
@@ -141,6 +143,45 @@ object StreamingWindowPlanner {
       } else Nil
     val isFinal = if (emission.earlyEvery.isDefined) Seq(out(spec.isFinalOrdinal)) else Nil
     Project(named ++ late ++ retraction ++ isFinal, plan)
+  }
+
+  /** transformWithState with the processor of `shipped`'s spec over its rows, grouped as the spec's keying says. */
+  private def withProcessor(session: SparkSession, shipped: CombineBeforeShuffle, timeMode: TimeMode, outputMode: OutputMode): LogicalPlan = {
+    val spec = shipped.spec
+    val groups = spec.keying match {
+      case StateKeying.ByPartition => Seq(shipped.bucket)
+      case StateKeying.ByKey => shipped.keys
+    }
+    SparkInternals.dataFrame(session, shipped).groupBy(groups.map(SparkInternals.column): _*)
+      .as[Row, Row](Encoders.row(spec.groupSchema), Encoders.row(spec.inputSchema))
+      .transformWithState(new KeyedWindowProcessor(spec), timeMode, outputMode)(Encoders.BINARY)
+      .queryExecution.analyzed
+  }
+
+  /**
+   * `aggregation` (planned grouped by state partition) grouped by key instead, for a checkpoint
+   * whose state was kept per key ([[StateKeying.ByKey]]): the same output, read by the plan above it.
+   */
+  def groupedByKey(session: SparkSession, aggregation: TransformWithState): TransformWithState = {
+    val shipped = aggregation.child.collectFirst { case c: CombineBeforeShuffle => c }
+      .getOrElse(throw new IllegalStateException(s"a windowed aggregation's transformWithState reads no rows of its own:\n$aggregation"))
+    val spec = shipped.spec.copy(keying = StateKeying.ByKey, queryPlanId = java.util.UUID.randomUUID().toString)
+    val rekeyed = withProcessor(session, shipped.copy(spec = spec), aggregation.timeMode, aggregation.outputMode)
+    rekeyed.collectFirst { case t: TransformWithState => t.copy(outputObjAttr = aggregation.outputObjAttr) }
+      .getOrElse(throw new IllegalStateException("transformWithState planned no TransformWithState node"))
+  }
+
+  /** What `read_state` needs to decode the state, recorded with it: the aggregates as SQL over the processor's rows. */
+  private def reading(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, groupKeys: Seq[NamedExpression],
+      values: Seq[Attribute], names: Seq[String]): StateReading = {
+    // the rows' columns by name alone: the reader resolves the SQL against a relation of the recorded schema
+    def sql(e: Expression): String = e.transform { case a: AttributeReference => a.withQualifier(Nil) }.sql
+    val aggregates = node.functions.indices.map { i =>
+      StateReading.Aggregate(sql(node.functions(i)), Option(node.filters(i)).filterNot(_ == Literal.TrueLiteral).map(sql),
+        node.views(i).name, names(i))
+    }
+    StateReading(DataTypeUtils.fromAttributes(groupKeys.map(_.toAttribute)), DataTypeUtils.fromAttributes(values),
+      node.timeColumn.dataType, node.timeColumn.unit, session.sessionState.conf.sessionLocalTimeZone, definition.spec, aggregates)
   }
 
   /** What the query computes into its state, in words: recorded with the checkpoint and compared on restart. */

@@ -13,7 +13,9 @@ import windowagg.spark.{RowIntake, SparkAggregates, TimeColumn, WindowView}
  * What a streaming windowed aggregation computes; shipped to the executors with the processor.
  * `expireIdleAfter`: the idle time (ticks) after which a key is forgotten (expireIdleKeys), if any;
  * `listingColumn`: where rows list their windows, the listing's ordinal among the values and its type;
- * `combine` says how rows combined before the shuffle ([[CombineBeforeShuffle]]).
+ * `combine` says how rows combined before the shuffle ([[CombineBeforeShuffle]]); `keying` how
+ * transformWithState groups the rows and the state ([[StateKeying]]); `reading` what `read_state`
+ * needs to decode that state, recorded in the checkpoint ([[StateReading]]).
  */
 final case class StreamingWindowSpec(
     windows: ResolvedWindows,
@@ -34,6 +36,8 @@ final case class StreamingWindowSpec(
     expireIdleAfter: Option[Long] = None,
     listingColumn: Option[(Int, DataType)] = None,
     combine: Combine = Combine.none("rows one by one"),
+    keying: StateKeying = StateKeying.ByPartition,
+    reading: Option[StateReading] = None,
     queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
   /** The streaming side of the kind of window. */
@@ -67,15 +71,19 @@ final case class StreamingWindowSpec(
   /**
    * What the processor receives per input row: the keys packed ([[windowagg.spark.PackedRow]]); a
    * row's values whole (packed too) or null; what rows combined into before the shuffle (the kind's
-   * piece, in its own codec) or null; and the keys' state partition, Spark's grouping key
-   * ([[KeyBucket]]). A whole row with a piece stands for `piece`'s count of equal rows, and the piece
-   * holds their partial aggregate.
+   * piece, in its own codec) or null; then Spark's grouping key ([[groupSchema]]). A whole row with
+   * a piece stands for `piece`'s count of equal rows, and the piece holds their partial aggregate.
    */
   def inputSchema: StructType = StructType(Seq(
     StructField(StreamingWindowSpec.KeyBytes, BinaryType, nullable = false),
     StructField(StreamingWindowSpec.Whole, BinaryType, nullable = true),
-    StructField(StreamingWindowSpec.Piece, BinaryType, nullable = true),
-    StreamingWindowSpec.bucketField))
+    StructField(StreamingWindowSpec.Piece, BinaryType, nullable = true)) ++ groupSchema.fields)
+
+  /** transformWithState's grouping key: the keys' state partition, or the keys themselves ([[StateKeying]]). */
+  def groupSchema: StructType = keying match {
+    case StateKeying.ByPartition => StructType(Seq(StreamingWindowSpec.bucketField))
+    case StateKeying.ByKey => keySchema
+  }
 
   /**
    * The attributes of a partial made by Spark's partial aggregation before the shuffle

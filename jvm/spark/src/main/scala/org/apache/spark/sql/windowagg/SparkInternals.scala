@@ -4,6 +4,7 @@ import scala.util.Try
 
 import org.apache.spark.SparkContext
 import org.apache.spark.api.python.PythonEvalType
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.plans.logical.{BaseEvalPython, LogicalPlan}
@@ -18,6 +19,7 @@ import org.apache.spark.sql.execution.aggregate.AggUtils
 import org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
 
 /**
  * The one place that uses Spark APIs which are package-private and have changed between releases
@@ -39,6 +41,10 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
   def column(expression: Expression): Column = ExpressionUtils.column(expression)
 
   /** A DataFrame over an analyzed plan, in `session` (used to build streaming plans with the Dataset API). */
+  /** A DataFrame of rows in Spark's internal form, which `schema` describes. */
+  def internalRowsToDataFrame(session: SparkSession, rows: RDD[InternalRow], schema: StructType): DataFrame =
+    session.asInstanceOf[classic.SparkSession].internalCreateDataFrame(rows, schema)
+
   def dataFrame(session: SparkSession, plan: LogicalPlan): DataFrame =
     classic.Dataset.ofRows(session.asInstanceOf[classic.SparkSession], plan)
 
