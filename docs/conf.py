@@ -51,20 +51,34 @@ html_theme = "furo"
 html_title = f"windowagg {release}"
 
 
-# A relative link of the README (a Markdown link's target: not a URL, not an anchor) is relative to the
-# repository's root; docs/readme.md includes it from docs/.
-_README_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)")
+# The Markdown files of the repository's root that the manual includes, each by a page of its own:
+# docs/readme.md includes the README, docs/changelog.md the changelog.
+_INCLUDED = {"README.md": "readme.md", "CHANGELOG.md": "changelog.md"}
+# A relative link of theirs (a Markdown link's target: not a URL, not an anchor) is relative to the
+# repository's root; the pages that include them are in docs/.
+_RELATIVE_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)")
 
 
-def _readme_links_from_docs(app, relative_path, parent_docname, content):
-    if os.path.normpath(os.path.join(DOCS, relative_path)) != os.path.join(ROOT, "README.md"):
+def _included_links_from_docs(app, relative_path, parent_docname, content):
+    included = os.path.normpath(os.path.join(DOCS, relative_path))
+    if included not in {os.path.join(ROOT, name) for name in _INCLUDED}:
         return
 
     def from_docs(match):
         target = match.group(1)
+        name, anchor = target.partition("#")[::2]
+        if name in _INCLUDED:
+            return f"]({_INCLUDED[name]}{'#' + anchor if anchor else ''})"
         return f"]({target[len('docs/'):] if target.startswith('docs/') else '../' + target})"
 
-    content[0] = _README_LINK.sub(from_docs, content[0])
+    content[0] = _RELATIVE_LINK.sub(from_docs, content[0])
+
+
+# A page under docs/ links to those files as GitHub shows them (../CHANGELOG.md); the manual has the
+# page that includes them.
+def _links_to_included_files(app, docname, source):
+    for name, page in _INCLUDED.items():
+        source[0] = source[0].replace(f"](../{name}", f"]({page}")
 
 
 # Each window class's snake_case method names are the same methods (WindowDefinition says so once).
@@ -77,5 +91,6 @@ def _skip_snake_case_aliases(app, what, name, obj, skip, options):
 
 
 def setup(app):
-    app.connect("include-read", _readme_links_from_docs)
+    app.connect("include-read", _included_links_from_docs)
+    app.connect("source-read", _links_to_included_files)
     app.connect("autodoc-skip-member", _skip_snake_case_aliases)
