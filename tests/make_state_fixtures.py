@@ -40,6 +40,8 @@ def write_about(out, kind, emitted, **extra):
 
 
 def main(kinds, upgrade_from=None):
+    # Python windows' functions run in workers of this interpreter, which has pandas and pyarrow
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("windowagg state fixtures")

@@ -7,6 +7,7 @@ release restarts it on the second half; both runs' rows together must be exactly
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -84,6 +85,8 @@ def test_a_checkpoint_of_an_earlier_release_restarts_or_is_refused_saying_why(sp
     # the restart recorded what the state holds, as this release writes it, for the next restart's check
     with open(os.path.join(checkpoint, "windowagg", "state.json")) as f:
         record = json.load(f)
-    assert [op["fields"]["window"].split(" (")[0] for op in record["operators"]] == [sf.FIXTURE_KINDS[kind][0](windowagg).spec]
+    # table windows are recorded by their windows, not by the name of the view they were read from
+    spec = re.sub(r"^table \S+", "table windows", sf.FIXTURE_KINDS[kind][0](windowagg).spec)
+    assert [op["fields"]["window"].split(" (")[0] for op in record["operators"]] == [spec]
     # the state stays grouped as it was written: by key before 0.4.0
     assert [(op["layout"], op["version"], op["keying"]) for op in record["operators"]] == [(layout, current, keying)]

@@ -1093,10 +1093,8 @@ class TableWindows(WindowDefinition):
         """The windows listed by ``table``, one per row, from its columns ``start`` and ``end``.
 
         :param table: a DataFrame, or the name of a table or view. A DataFrame is registered as a
-            temporary view of the session, which the definition names, so that SQL and Spark Connect
-            read it the same way. The view's name (``windowagg_windows_`` and a hash of the
-            DataFrame's plan) is the same each time the same DataFrame is built, as when a streaming
-            query is started again in a new process: its checkpoint records the definition.
+            temporary view of the session (named ``windowagg_windows_`` and a random suffix), which
+            the definition names, so that SQL and Spark Connect read it the same way.
         :param start: the column of window starts.
         :param end: the column of window ends (the first time after the window).
         :param keys: key columns of ``table``, for windows per key: a row is then a window of the key
@@ -1127,7 +1125,7 @@ class TableWindows(WindowDefinition):
                 raise ValueError("the table name of table windows must not be empty")
             name = table.strip()
         elif hasattr(table, "createOrReplaceTempView") and hasattr(table, "schema"):
-            name = _view_name(table)
+            name = f"windowagg_windows_{uuid.uuid4().hex[:16]}"
             table.createOrReplaceTempView(name)
         else:
             raise TypeError(
@@ -1147,17 +1145,6 @@ class TableWindows(WindowDefinition):
         """
         _check_grace(grace)
         return self._then("grace", grace)
-
-
-def _view_name(table: Any) -> str:
-    """The temporary view a DataFrame of table windows is registered as: named by its plan's semantic
-    hash, so the same DataFrame gets the same name in every session; another DataFrame that happens
-    to share the hash in this session gets a name of its own."""
-    name = f"windowagg_windows_{table.semanticHash() & 0xFFFFFFFF:08x}"
-    session = table.sparkSession
-    if session.catalog.tableExists(name) and not session.table(name).sameSemantics(table):
-        name = f"{name}_{uuid.uuid4().hex[:8]}"
-    return name
 
 
 class PythonWindows(WindowDefinition):

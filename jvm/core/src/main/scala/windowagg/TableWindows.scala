@@ -76,14 +76,21 @@ final class TableWindows private (
     else TableWindows.ResolvedByKey(keyColumns, windows.byKey.map { case (k, l) => k -> resolved(l) }, grace, Array.emptyIntArray)
   }
 
-  override def spec: String = {
+  override def spec: String = named(table)
+
+  private def named(name: String): String = {
     val columns = if (startColumn == TableWindows.DefaultStart && endColumn == TableWindows.DefaultEnd) "" else s" columns $startColumn, $endColumn"
     val keys = if (keyColumns.isEmpty) "" else s" keys ${keyColumns.mkString(", ")}"
-    s"table $table$columns$keys${if (disjoint) " non-overlapping" else ""}${WindowSpec.graceSpec(gracePeriod)}"
+    s"table $name$columns$keys${if (disjoint) " non-overlapping" else ""}${WindowSpec.graceSpec(gracePeriod)}"
   }
 
-  /** The windows themselves, once read: state kept by slices of one table cannot serve another. */
-  override def stateIdentity: String = spec + listed.map(l => s" (${l.size} windows, content ${l.fingerprint})").getOrElse("")
+  /**
+   * The windows themselves, once read, whatever the table is named: state kept by slices of one
+   * table's windows cannot serve other windows, and serves the same windows under another name (a
+   * DataFrame's view is named anew each time it is registered, as when its query restarts).
+   */
+  override def stateIdentity: String =
+    named("windows") + listed.map(l => s" (${l.size} windows, content ${l.fingerprint})").getOrElse("")
 
   override def toString: String =
     s"TableWindows.of($table, $startColumn, $endColumn)" + (if (keyColumns.isEmpty) "" else s".perKey(${keyColumns.mkString(", ")})") +

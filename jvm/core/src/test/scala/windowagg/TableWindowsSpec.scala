@@ -100,7 +100,9 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
     TableWindows.Listed(Array(0L, 10L, 15L), Array(10L, 20L, 16L)).firstOverlap shouldBe Some(((10L, 20L), (15L, 16L)))
     TableWindows.Listed(Array(0L, 2L, 50L), Array(100L, 3L, 60L)).firstOverlap shouldBe Some(((0L, 100L), (2L, 3L)))
     val read = TableWindows.of("t").withWindows(listed)
-    read.stateIdentity shouldBe s"table t (2 windows, content ${listed.fingerprint})"
+    read.stateIdentity shouldBe s"table windows (2 windows, content ${listed.fingerprint})"
+    // the same windows under another name are the same state
+    TableWindows.of("other").withWindows(TableWindows.Read(Map(Seq.empty -> listed))).stateIdentity shouldBe read.stateIdentity
   }
 
   test("per-key windows: the spec round trip, each key's own windows, none for a key the table does not name") {

@@ -144,7 +144,7 @@ class TableWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     register("stream_periods", periods(6, 30, 120))
     val changed = intercept[AnalysisException](query(MemoryStream[(String, Long, Long)](spark)).writeStream.format("noop")
       .outputMode("append").option("checkpointLocation", checkpoint.toString).start()).getMessage
-    assert(changed.contains("window was 'table stream_periods columns opens, closes (30 windows, content "), changed)
+    assert(changed.contains("window was 'table windows columns opens, closes (30 windows, content "), changed)
     register("stream_periods", periods(5, 30, 120).map { case (s, e) => (s + 1000000000L, e + 1000000000L) })
     query(MemoryStream[(String, Long, Long)](spark)).writeStream.format("noop").outputMode("append")
       .option("checkpointLocation", checkpoint.toString).start().stop()
