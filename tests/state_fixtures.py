@@ -142,10 +142,13 @@ def halves():
 def between():
     """Rows of two keys that a release upgrading a checkpoint of the first half processes before the
     second half: on time (ahead of the first half's watermark), they convert those keys' state and
-    leave the others' as the earlier release wrote it."""
+    leave the others' as the earlier release wrote it (but for keys whose timer the watermark they
+    move passes). The last is the latest time yet, so a micro-batch without data follows, as after
+    the first half: a restart's file source then re-reads no file of the earlier run's folder."""
     rnd = random.Random(29)
-    return [(k, START + datetime.timedelta(milliseconds=rnd.randrange(190_000, 230_000)), rnd.randrange(1, 100))
-            for k in ("k0", "k1", "k0", "k1", "k0")]
+    rows = [(k, START + datetime.timedelta(milliseconds=rnd.randrange(190_000, 230_000)), rnd.randrange(1, 100))
+            for k in ("k0", "k1", "k0", "k1")]
+    return rows + [("k0", START + datetime.timedelta(seconds=301), 7)]
 
 
 def rows_as_json(rows):
