@@ -26,7 +26,7 @@ import windowagg.spark.{NotWindowed, PackedRow, SparkAggregates, WindowView, Win
  * and the kinds keep their state per key in `KeyStates` and their timers in `Timers`, so that
  * Spark keeps one timer per partition instead of one per key. A checkpoint of the previous release
  * stays grouped by key ([[StateKeying.ByKey]]): a call then takes one key's rows, and a key's state
- * in the previous layout is converted before the key is read ([[PreviousLayouts]]).
+ * in the previous layout is converted before the key is read (`PreviousLayouts`).
  */
 final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
   @transient private var tools: TaskTools = _

@@ -10,7 +10,7 @@ import org.apache.spark.sql.streaming.{StatefulProcessorHandle, TTLConfig}
  * partition ([[KeyBucket]]); releases before it grouped by the keys themselves, and a checkpoint
  * they wrote keeps that grouping (Spark's timers are kept under the grouping key, whose schema a
  * checkpoint cannot change), with each key's state converted to this release's layout the first
- * time the key is read ([[PreviousLayouts]]).
+ * time the key is read (`PreviousLayouts`).
  */
 sealed trait StateKeying extends Serializable {
   /** As the checkpoint's state record names it. */

@@ -81,9 +81,9 @@ object StateReading {
  * DataFrame. Each of the aggregation's state variables is read with Spark's state data source
  * (`format("statestore")`) as of a committed micro-batch; a key's entries are gathered in its state
  * partition (every variable's partition i is the state's partition i, and a key's entries all lie
- * in one), then decoded by its kind's own layout ([[StreamingKind.inspect]], the processor's
+ * in one), then decoded by its kind's own layout (`StreamingKind.inspect`, the processor's
  * decoders), keys still in the previous release's layout converted in memory first
- * ([[PreviousLayouts]]). One row per open window of a key, with its current aggregate values as the
+ * (`PreviousLayouts`). One row per open window of a key, with its current aggregate values as the
  * query names and types them; a key holding only rows or a timer gives one row with no window.
  */
 object StateReader {
@@ -240,7 +240,11 @@ object StateReader {
         previous.foreach(_.converter(snapshot.previousVariables, snapshot).convert())
         val holding = new Holding(aggregates)
         kindOf.inspect(windows, keyTypes, aggregates, snapshot, keyRow, holding)
-        (if (holding.windows.isEmpty) Seq(None) else holding.windows.map(Some(_))).iterator.map { window =>
+        // a key that holds no window, row or timer (what is left of it is not the kind's) is not shown
+        val shown = if (holding.windows.nonEmpty) holding.windows.map(Some(_))
+          else if (holding.held > 0 || holding.timerMs.isDefined) Seq(None)
+          else Nil
+        shown.iterator.map { window =>
           var i = 0
           while (i < keyFields) { out.update(i, keyRow.get(i, keyTypes(i))); i += 1 }
           window match {
@@ -263,7 +267,7 @@ object StateReader {
     SparkInternals.internalRowsToDataFrame(session, rows, schema)
   }
 
-  /** What [[StreamingKind.inspect]] reports of a key: its windows with their values, its held rows and its timer. */
+  /** What `StreamingKind.inspect` reports of a key: its windows with their values, its held rows and its timer. */
   private final class Holding(aggregates: SparkAggregates) extends KeyHolding {
     val windows = mutable.ArrayBuffer.empty[(Long, Long, InternalRow)]
     var held = 0L

@@ -24,7 +24,7 @@ final case class StateLayout(name: String, version: Int)
  * its version and how its state is grouped (`keying`), and what the query computes into that state
  * (window, keys, time, aggregates, emission), as named text fields so a difference can be said in
  * words. `previousVersion` is the version of the previous release's layout this release converts
- * ([[PreviousLayout]]), if any: not recorded, since a record says what a checkpoint holds.
+ * (`PreviousLayout`), if any: not recorded, since a record says what a checkpoint holds.
  * `reading` is what `read_state` needs to decode the state ([[StateReader]]); a restart never
  * compares it, and records what the query now says.
  */
@@ -58,7 +58,7 @@ final case class StateRecord(layout: String, version: Int, keying: StateKeying, 
  *    restart whose window, keys, time column, aggregates or emission differ from what built the
  *    state, or whose state layout this release cannot read, fails naming what changed and what to do.
  * A checkpoint of the previous release restarts: its state stays grouped by key, as it was written,
- * and converts key by key ([[PreviousLayouts]]), so this rule plans such an aggregation by key.
+ * and converts key by key (`PreviousLayouts`), so this rule plans such an aggregation by key.
  * The record is a small JSON file in the checkpoint (`windowagg/state.json`), written on the
  * first start and whenever a restart changes what it says. It runs among the analyzer's hint rules,
  * the one extension point ahead of Spark's own streaming checks.
