@@ -8,7 +8,7 @@ import scala.util.Random
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
-import windowagg.core.{BruteForceKinds, Reaching, SweepHarness, WindowError}
+import windowagg.core.{Reaching, ReferenceWindows, SweepHarness, WindowError}
 import windowagg.core.TestAggregations.Collect
 
 /** Table windows in ticks: slices cut at the windows' bounds, and each time's windows, against checking every window. */
@@ -63,7 +63,7 @@ class TableWindowsSpec extends AnyFunSuite with Matchers {
       val cursor = kind.cursor(slices.iterator.filter(p => kind.holds(p.time)).map(p => Reaching(p.time, p.time, p.partial)), agg)
       val got = Vector.newBuilder[(Long, Long, Vector[Int])]
       while (cursor.advance()) got += ((cursor.start, cursor.end, cursor.aggregate.toVector))
-      val expected = BruteForceKinds.windows(kind, records.sortBy(_._1)).toVector
+      val expected = ReferenceWindows.Listed(windows).windows(records).toVector
         .map { case ((s, e), rs) => (s, e, rs.map(_._2)) }.sortBy(w => (w._2, w._1))
       withClue(s"seed $seed") { got.result() shouldBe expected }
     }

@@ -10,25 +10,17 @@ import windowagg.{CumulativeWindows, EnumeratedWindows, TimeWindows}
 import windowagg.core.TestAggregations.Collect
 
 /**
- * Tumbling, hopping and cumulative windows: each kind's listing of windows against an independent
- * formula in exact arithmetic; the slicing cursor (over slices, as the batch operator feeds it)
- * against a brute force over single records; streaming finality against batch.
+ * Tumbling, hopping and cumulative windows: each kind's listing of windows against the contract's
+ * rules in exact arithmetic ([[ReferenceWindows]]); the slicing cursor (over slices, as the batch
+ * operator feeds it) against the same rules over single records; streaming finality against batch.
  */
 class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPropertyChecks {
 
-  /** Windows [o + kA, o + kA + S) holding t, for every whole k, in BigInt (no wrap, no floorMod). */
-  private def hoppingReference(size: Long, advance: Long, offset: Long, t: Long): Set[(Long, Long)] = {
-    val (s, a, o, x) = (BigInt(size), BigInt(advance), BigInt(offset), BigInt(t))
-    def floorDiv(n: BigInt, d: BigInt): BigInt = { val q = n / d; if ((n % d) != 0 && (n < 0) != (d < 0)) q - 1 else q }
-    val kLast = floorDiv(x - o, a) // start ≤ t
-    val kFirst = floorDiv(x - o - s, a) + 1 // start + size > t
-    (kFirst to kLast).map(k => ((o + k * a).toLong, (o + k * a + s).toLong)).toSet
-  }
-
-  /** Cumulative: the period [p, p + M) holding t, and its windows [p, p + jP) that hold t. */
-  private def cumulativeReference(step: Long, max: Long, offset: Long, t: Long): Set[(Long, Long)] = {
-    val period = hoppingReference(max, max, offset, t).head._1
-    (1L to max / step).map(j => (period, period + j * step)).filter(_._2 > t).toSet
+  /** The rules of a kind the generators below built, from the parameters they chose. */
+  private def reference(kind: EnumeratedWindows): ReferenceWindows.ByTime = kind match {
+    case TimeWindows.Resolved(sizeTicks, advanceTicks, offsetTicks, _) => ReferenceWindows.Hopping(sizeTicks, advanceTicks, offsetTicks)
+    case CumulativeWindows.Resolved(stepTicks, maxTicks, offsetTicks, _) => ReferenceWindows.Cumulative(stepTicks, maxTicks, offsetTicks)
+    case other => fail(s"the generators build no $other")
   }
 
   private def listed(kind: EnumeratedWindows, t: Long): Set[(Long, Long)] = {
@@ -57,7 +49,7 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
 
   test("property: hopping and tumbling windows are those of the independent formula, pre-epoch times included, and close first and last as listed") {
     forAll(hopping, Gen.choose(-1000L, 1000L)) { (kind, t) =>
-      listed(kind, t) shouldBe hoppingReference(kind.sizeTicks, kind.advanceTicks, kind.offsetTicks, t)
+      listed(kind, t) shouldBe reference(kind).windowsOf(t).toSet
       kind.closesAt(t) shouldBe listed(kind, t).map(_._2 - 1).max
       kind.firstClosesAt(t) shouldBe listed(kind, t).map(_._2 - 1).min
       val slice = kind.sliceStart(t)
@@ -67,7 +59,7 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
 
   test("property: cumulative windows are those of the independent formula") {
     forAll(cumulative, Gen.choose(-1000L, 1000L)) { (kind, t) =>
-      listed(kind, t) shouldBe cumulativeReference(kind.stepTicks, kind.maxTicks, kind.offsetTicks, t)
+      listed(kind, t) shouldBe reference(kind).windowsOf(t).toSet
       kind.closesAt(t) shouldBe listed(kind, t).map(_._2 - 1).max
       kind.firstClosesAt(t) shouldBe listed(kind, t).map(_._2 - 1).min
       listed(kind, kind.sliceStart(t)) shouldBe listed(kind, t)
@@ -78,10 +70,7 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     forAll(Gen.oneOf(hopping, cumulative), Gen.choose(-200L, 200L), Gen.choose(-250L, 250L), Gen.choose(-250L, 250L),
         Gen.choose(-250L, 250L)) { (kind, t, a, b, after) =>
       val (from, until) = (math.min(a, b), math.max(a, b))
-      val all = kind match {
-        case k: TimeWindows.Resolved => hoppingReference(k.sizeTicks, k.advanceTicks, k.offsetTicks, t)
-        case k: CumulativeWindows.Resolved => cumulativeReference(k.stepTicks, k.maxTicks, k.offsetTicks, t)
-      }
+      val all = reference(kind).windowsOf(t).toSet
       val inSpan = ArrayBuffer.empty[(Long, Long)]
       val later = kind.foreachWindowEndingIn(t, from, until)((s, e) => inSpan += ((s, e)))
       withClue(s"$kind, t $t, [$from, $until)\n") {
@@ -115,15 +104,15 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     out.result()
   }
 
-  private def brute(kind: EnumeratedWindows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] =
-    BruteForceKinds.windows(kind, recs).toVector.map { case ((s, e), rs) => (s, e, rs.map(_._2)) }
-      .sortBy(w => (w._2, w._1))
+  /** The reference's windows, in end order as the cursor gives them. */
+  private def brute(reference: ReferenceWindows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] =
+    reference.windows(recs).toVector.map { case ((s, e), rs) => (s, e, rs.map(_._2)) }.sortBy(w => (w._2, w._1))
 
   test("property: the slicing cursor gives every window holding records once, in end order, records in time order") {
     forAll(Gen.oneOf(hopping, cumulative), records) { (kind, recs) =>
       withClue(s"$kind, $recs\n") {
         val got = swept(kind, recs)
-        got shouldBe brute(kind, recs)
+        got shouldBe brute(reference(kind), recs)
         got.map(_._2) shouldBe sorted
       }
     }
@@ -131,25 +120,27 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
 
   test("property: a kind whose window starts go back is still right (combined from runs of slices)") {
     // windows [t/10*10 - 20, …+30) and [t/10*10, …+10): ordered by end, the starts go back and forth
+    val rule = new ReferenceWindows.ByTime {
+      override def windowsOf(time: Long): Seq[(Long, Long)] = {
+        val base = Math.floorDiv(time, 10L) * 10
+        (base, base + 10) +: (base - 20 to base by 10).map(s => (s, s + 30))
+      }
+    }
     val nested = new EnumeratedWindows {
       override def graceTicks: Option[Long] = None
       override def maxSpan: Long = 29
-      override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit = {
-        val base = Math.floorDiv(time, 10L) * 10
-        window(base, base + 10)
-        var s = base - 20
-        while (s <= base) { window(s, s + 30); s += 10 }
-      }
+      override def foreachWindow(time: Long)(window: (Long, Long) => Unit): Unit =
+        rule.windowsOf(time).foreach { case (s, e) => window(s, e) }
     }
     forAll(records) { recs =>
-      withClue(s"$recs\n") { swept(nested, recs) shouldBe brute(nested, recs) }
+      withClue(s"$recs\n") { swept(nested, recs) shouldBe brute(rule, recs) }
     }
   }
 
   test("property: streaming finality over random watermark steps emits exactly the batch windows") {
     forAll(Gen.oneOf(hopping, cumulative), records, Gen.listOfN(5, Gen.choose(-80L, 80L))) { (kind, recs, steps) =>
       val finality = new WindowFinality(kind)
-      val all = brute(kind, recs)
+      val all = brute(reference(kind), recs)
       val emitted = ArrayBuffer.empty[(Long, Long, Vector[Int])]
       val untils = (steps :+ Long.MaxValue).distinct.sorted
       withClue(s"$kind, $recs, watermarks $untils\n") {
@@ -171,7 +162,7 @@ class AlignedWindowsSpec extends AnyFunSuite with Matchers with DeterministicPro
     var folds = 0 // over all cases: the property is about folded partials, so some must be
     forAll(cumulative, records, Gen.listOfN(5, Gen.choose(-80L, 80L)), minSuccessful(300)) { (kind, recs, steps) =>
       val finality = new WindowFinality(kind)
-      val all = brute(kind, recs)
+      val all = brute(reference(kind), recs)
       val emitted = ArrayBuffer.empty[(Long, Long, Vector[Int])]
       val untils = (steps :+ Long.MaxValue).distinct.sorted
       // each record at its partial time; a fold moves the records of the folded times to the earliest of them

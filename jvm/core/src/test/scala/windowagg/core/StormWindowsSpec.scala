@@ -46,8 +46,19 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
     out.result()
   }
 
-  private def brute(kind: ResolvedWindows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] =
-    BruteForceKinds.windows(kind, recs).toVector.map { case ((s, e), rs) => (s, e, rs.map(_._2)) }.sortBy(w => (w._2, w._1))
+  /** Storm's rules for a kind the generator built, from the parameters it chose. */
+  private def reference(kind: CutAtRows): ReferenceWindows.Storm = ReferenceWindows.Storm(
+    kind.length match {
+      case LastRows(n) => ReferenceWindows.Storm.Rows(n)
+      case LastTicks(l) => ReferenceWindows.Storm.Ticks(l)
+    },
+    kind.trigger match {
+      case EveryRows(m) => ReferenceWindows.Storm.Rows(m)
+      case EveryTicks(d) => ReferenceWindows.Storm.Ticks(d)
+    })
+
+  private def brute(kind: CutAtRows, recs: Seq[(Long, Int)]): Vector[(Long, Long, Vector[Int])] =
+    reference(kind).windows(recs).toVector.map { case ((s, e), rs) => (s, e, rs.map(_._2)) }.sortBy(w => (w._2, w._1))
 
   test("property: windows cut at rows are Storm's, in end order, rows in their counting order") {
     forAll(rowKinds, records) { (kind, recs) =>
@@ -64,7 +75,7 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
       val left = ArrayBuffer.empty[Long]
       val cursor = kind.rowCursor(0L, recs.iterator.map { case (t, v) => Timed(t, ArrayBuffer(v)) }, new Collect[Int], None, views = false)(left += _)
       while (cursor.advance()) {}
-      withClue(s"$kind, $recs\n") { left.map(_.toInt).toSet shouldBe BruteForceKinds.inNoWindow(kind, recs) }
+      withClue(s"$kind, $recs\n") { left.map(_.toInt).toSet shouldBe reference(kind).inNoWindow(recs) }
     }
   }
 
@@ -74,7 +85,7 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
         views = true)(_ => ())
       val got = ArrayBuffer.empty[(Vector[Int], Vector[Int], Vector[Int])]
       while (cursor.advance()) got += ((cursor.aggregate.toVector, cursor.newRows.toVector, cursor.expiredRows.toVector))
-      val windows = BruteForceKinds.rowWindows(kind, recs).map(_._2.map(recs(_)._2))
+      val windows = reference(kind).rowWindows(recs.map(_._1)).map(_._2.map(recs(_)._2))
       val expected = windows.indices.map { i =>
         val previous = if (i == 0) Vector.empty[Int] else windows(i - 1)
         (windows(i), windows(i).filterNot(previous.contains), previous.filterNot(windows(i).contains))
@@ -110,7 +121,7 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
         emitted.toVector shouldBe Iterator.continually(batch).takeWhile(_.advance()).map(seen(_, views)).toVector
         // each row in no window is reported once, except rows still kept at the end (they may yet be in one)
         val stillKept = (firstPosition until recs.length.toLong).map(_.toInt).toSet
-        val inNone = BruteForceKinds.inNoWindow(kind, recs)
+        val inNone = reference(kind).inNoWindow(recs)
         left.map(_.toInt) shouldBe left.distinct.map(_.toInt)
         left.map(_.toInt).toSet should contain allElementsOf (inNone -- stillKept)
         inNone should contain allElementsOf left.map(_.toInt)

@@ -12,6 +12,9 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CountWindows, DurationWindows, WindowDefinition}
+import windowagg.core.ReferenceWindows
+import windowagg.core.ReferenceWindows.Storm
+import windowagg.core.ReferenceWindows.Storm.{Rows, Ticks}
 import windowagg.functions.window
 
 /**
@@ -177,12 +180,14 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     } finally query.stop()
   }
 
-  /** Storm's view, from the windows' rows (a brute force over the rows in (ts, seq) order): (key, rows, new, expired) per window. */
-  private def views(df: DataFrame, definition: WindowDefinition): Seq[(String, Seq[Long], Seq[Long], Seq[Long])] = {
-    val kind = definition.resolve(windowagg.Timeline.timestamp(java.time.ZoneOffset.UTC)).asInstanceOf[windowagg.StormWindows.CutAtRows]
+  /**
+   * Storm's view, from Storm's windows of the rows in (ts, seq) order (the reference's): (key, rows, new,
+   * expired) per window.
+   */
+  private def views(df: DataFrame, storm: ReferenceWindows.Storm): Seq[(String, Seq[Long], Seq[Long], Seq[Long])] = {
     df.collect().map(r => (r.getString(0), micros(r.getTimestamp(1)), r.getLong(3))).groupBy(_._1).toSeq.flatMap { case (k, rows) =>
       val ordered = rows.sortBy(r => (r._2, r._3))
-      val windows = windowagg.core.BruteForceKinds.rowWindows(kind, ordered.toIndexedSeq.map(r => (r._2, r._3))).map(_._2.map(i => ordered(i)._3))
+      val windows = storm.rowWindows(ordered.toIndexedSeq.map(_._2)).map(_._2.map(i => ordered(i)._3))
       windows.indices.map { i =>
         val previous = if (i == 0) Vector.empty[Long] else windows(i - 1)
         (k, windows(i).sorted, windows(i).filterNot(previous.contains).sorted, previous.filterNot(windows(i).contains).sorted)
@@ -204,28 +209,33 @@ class StormWindowsSuite extends AnyFunSuite with SparkSessionFixture {
     (r.getString(0), r.getAs[Seq[Long]]("rows"), r.getAs[Seq[Long]]("new"), r.getAs[Seq[Long]]("expired"))
   }.toSeq.sortBy(_.toString)
 
+  private val second = 1000000L
+  /** Each definition with Storm's windows it names, in microseconds. */
   private val viewDefinitions = Seq(
-    CountWindows.of(3).slide(2).tieBreak("seq"), CountWindows.of(2).every("3 seconds").tieBreak("seq"),
-    DurationWindows.of("5 seconds").tieBreak("seq"), DurationWindows.of("5 seconds").slide(3).tieBreak("seq"),
-    DurationWindows.of("6 seconds").every("2 seconds"), DurationWindows.of("2 seconds").every("3 seconds"))
+    CountWindows.of(3).slide(2).tieBreak("seq") -> Storm(Rows(3), Rows(2)),
+    CountWindows.of(2).every("3 seconds").tieBreak("seq") -> Storm(Rows(2), Ticks(3 * second)),
+    DurationWindows.of("5 seconds").tieBreak("seq") -> Storm(Ticks(5 * second), Rows(1)),
+    DurationWindows.of("5 seconds").slide(3).tieBreak("seq") -> Storm(Ticks(5 * second), Rows(3)),
+    DurationWindows.of("6 seconds").every("2 seconds") -> Storm(Ticks(6 * second), Ticks(2 * second)),
+    DurationWindows.of("2 seconds").every("3 seconds") -> Storm(Ticks(2 * second), Ticks(3 * second)))
 
   test("Storm's window view: new_rows(agg) and expired_rows(agg) are over the rows new in a window and gone from the previous one") {
     val df = events(9, 200)
-    for (definition <- viewDefinitions) assert(viewResult(withViews(df, definition)) == views(df, definition), definition.toString)
+    for ((definition, storm) <- viewDefinitions) assert(viewResult(withViews(df, definition)) == views(df, storm), definition.toString)
     df.createOrReplaceTempView("storm_view_events")
     val sql = spark.sql(
       """SELECT k, array_sort(collect_list(seq)) AS rows, new_rows(array_sort(collect_list(seq))) AS new,
         |  expired_rows(array_sort(collect_list(seq))) AS expired, new_rows(count(1)) AS new_count,
         |  expired_rows(count(1)) AS expired_count
         |FROM storm_view_events GROUP BY k, windows(ts, 'count 3 rows every 2 rows tie break seq')""".stripMargin)
-    assert(viewResult(sql) == views(df, viewDefinitions.head))
+    assert(viewResult(sql) == views(df, viewDefinitions.head._2))
   }
 
   test("Storm's window view in streaming equals batch under random micro-batch splits") {
     val rnd = new Random(10)
     val rows = (0 until 150).map(i => (s"k${rnd.nextInt(2)}", (100 + rnd.nextInt(40)) * 1000000L, rnd.nextInt(20).toLong, i.toLong))
     val toTs = (df: DataFrame) => df.toDF("k", "t", "v", "seq").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v"), col("seq"))
-    for ((definition, i) <- viewDefinitions.zipWithIndex) {
+    for (((definition, _), i) <- viewDefinitions.zipWithIndex) {
       val expected = viewResult(withViews(toTs(rows.toDF()), definition))
       val input = MemoryStream[(String, Long, Long, Long)](spark)
       val name = s"storm_view_$i"

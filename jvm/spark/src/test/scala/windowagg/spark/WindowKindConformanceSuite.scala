@@ -1,7 +1,8 @@
 package windowagg.spark
 
 import java.sql.Timestamp
-import java.time.ZoneOffset
+import java.time.{Instant, ZoneId, ZoneOffset}
+import java.time.temporal.ChronoUnit
 
 import scala.util.Random
 
@@ -12,49 +13,87 @@ import org.apache.spark.sql.streaming.OutputMode
 import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg._
-import windowagg.core.BruteForceKinds
+import windowagg.core.ReferenceWindows
+import windowagg.core.ReferenceWindows._
+import windowagg.core.ReferenceWindows.Storm.{Rows, Ticks}
 import windowagg.examples.FiscalQuarters
 import windowagg.functions.window
 
 /**
  * One conformance suite for every kind of window the engine drives, built-in and user-defined:
- * batch equals a brute-force enumeration from the definition, SQL (`windows(...)` and
+ * batch equals the kind's windows written from the contract's rules ([[ReferenceWindows]], given the
+ * definition's parameters as plain values, tables read by plain Spark), SQL (`windows(...)` and
  * `window_agg(...)`) equals the DataFrame API, streaming equals batch on on-time data under random
- * micro-batch splits, and late rows are counted and emitted. Adding a kind is one line in `kinds`.
+ * micro-batch splits, and late rows are counted and emitted. Adding a kind is one line in `kinds`:
+ * its definition and its reference.
  */
 class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
   import WindowKindConformanceSuite._
 
   private val minute = 60L
   private val day = 86400L
+  /** Seconds in ticks of the events' time column (microseconds). */
+  private def seconds(n: Long): Long = n * 1000000L
 
-  /** Each kind, with the span (in seconds, around the epoch) its test times are drawn from. */
+  private val newYork = ZoneId.of("America/New_York")
+  private val sessionZone = ZoneOffset.UTC
+  /** Where unlimited windows end on a timestamp column (the contract's last midnight every client can show). */
+  private val lastShownMidnight = seconds(Instant.parse("9999-12-31T00:00:00Z").getEpochSecond)
+
+  /** Each kind, with its reference and the span (in seconds, around the epoch) its test times are drawn from. */
   private val kinds: Seq[Kind] = Seq(
-    Kind("sliding", SlidingWindows.of("30 seconds"), 10 * minute),
-    Kind("session", SessionWindows.withInactivityGap("20 seconds"), 10 * minute),
-    Kind("tumbling", TimeWindows.of("1 minute"), 10 * minute),
-    Kind("tumbling with an offset", TimeWindows.of("1 minute").withOffset("15 seconds"), 10 * minute),
-    Kind("hopping", TimeWindows.of("1 minute").advanceBy("20 seconds"), 10 * minute),
-    Kind("hopping, size no multiple of the advance", TimeWindows.of("50 seconds").advanceBy("20 seconds").withOffset("7 seconds"), 10 * minute),
-    Kind("cumulative", CumulativeWindows.of("20 seconds", "2 minutes"), 10 * minute),
-    Kind("calendar days in New York", CalendarWindows.days(1).inZone("America/New_York"), 30 * day),
-    Kind("calendar quarters every month", CalendarWindows.months(3).advanceBy(1), 800 * day),
-    Kind("unlimited from the epoch", UnlimitedWindows.of(), 10 * minute, finalInStreaming = false),
-    Kind("unlimited from a start", UnlimitedWindows.of().startOn("1970-01-01T00:02:00Z"), 10 * minute, finalInStreaming = false),
-    Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), 800 * day),
-    Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"), 30 * day),
-    Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), 10 * minute),
-    Kind("table: overlapping windows of many sizes, with gaps", TableWindows.of(WindowsTableName), 10 * minute),
-    Kind("table per key: each key its own windows, k2 none", TableWindows.of(KeyWindowsTableName).perKey("k"), 10 * minute),
-    // Storm's windows; count windows break ties by v, as the brute force orders rows
-    Kind("count: every row (Storm's Count(5))", CountWindows.of(5).tieBreak("v"), 10 * minute),
-    Kind("count: every 3 rows", CountWindows.of(7).slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
-    Kind("count: tumbling", CountWindows.tumbling(4).tieBreak("v"), 10 * minute, evaluatedEveryRows = 4),
-    Kind("count: every 20 seconds", CountWindows.of(5).every("20 seconds").tieBreak("v"), 10 * minute),
-    Kind("duration: trailing per row", DurationWindows.of("30 seconds"), 10 * minute),
-    Kind("duration: every 3 rows", DurationWindows.of("30 seconds").slide(3).tieBreak("v"), 10 * minute, evaluatedEveryRows = 3),
-    Kind("duration: every 20 seconds", DurationWindows.of("1 minute").every("20 seconds"), 10 * minute),
-    Kind("duration: tumbling", DurationWindows.tumbling("1 minute"), 10 * minute))
+    Kind("sliding", SlidingWindows.of("30 seconds"), everyKey(Sliding(seconds(30))), 10 * minute),
+    Kind("session", SessionWindows.withInactivityGap("20 seconds"), everyKey(Sessions(seconds(20))), 10 * minute),
+    Kind("tumbling", TimeWindows.of("1 minute"), everyKey(Hopping(seconds(60), seconds(60), 0)), 10 * minute),
+    Kind("tumbling with an offset", TimeWindows.of("1 minute").withOffset("15 seconds"), everyKey(Hopping(seconds(60), seconds(60), seconds(15))),
+      10 * minute),
+    Kind("hopping", TimeWindows.of("1 minute").advanceBy("20 seconds"), everyKey(Hopping(seconds(60), seconds(20), 0)), 10 * minute),
+    Kind("hopping, size no multiple of the advance", TimeWindows.of("50 seconds").advanceBy("20 seconds").withOffset("7 seconds"),
+      everyKey(Hopping(seconds(50), seconds(20), seconds(7))), 10 * minute),
+    Kind("cumulative", CumulativeWindows.of("20 seconds", "2 minutes"), everyKey(Cumulative(seconds(20), seconds(120), 0)), 10 * minute),
+    Kind("calendar days in New York", CalendarWindows.days(1).inZone("America/New_York"),
+      everyKey(Calendar(ChronoUnit.DAYS, 1, 1, newYork)), 30 * day),
+    Kind("calendar quarters every month", CalendarWindows.months(3).advanceBy(1), everyKey(Calendar(ChronoUnit.MONTHS, 3, 1, sessionZone)),
+      800 * day),
+    Kind("unlimited from the epoch", UnlimitedWindows.of(), everyKey(Unlimited(0, lastShownMidnight)), 10 * minute,
+      finalInStreaming = false),
+    Kind("unlimited from a start", UnlimitedWindows.of().startOn("1970-01-01T00:02:00Z"), everyKey(Unlimited(seconds(120), lastShownMidnight)),
+      10 * minute, finalInStreaming = false),
+    Kind("custom: fiscal quarters (Java)", CustomWindows.of(new FiscalQuarters(2)), everyKey(ReferenceWindows.FiscalQuarters(2, sessionZone)),
+      800 * day),
+    Kind("custom: business days (Scala, by class name)", CustomWindows.of("windowagg.examples.BusinessDays"),
+      everyKey(BusinessDays(sessionZone)), 30 * day),
+    Kind("custom: odd minutes only (times left out)", CustomWindows.of(new OddMinutes), everyKey(OddMinutesReference), 10 * minute),
+    Kind("table: overlapping windows of many sizes, with gaps", TableWindows.of(WindowsTableName), _ => Listed(tableWindows),
+      10 * minute),
+    Kind("table per key: each key its own windows, k2 none", TableWindows.of(KeyWindowsTableName).perKey("k"),
+      k => Listed(keyTableWindows.getOrElse(k, Nil)), 10 * minute),
+    // Storm's windows; count windows break ties by v, as the reference orders rows
+    Kind("count: every row (Storm's Count(5))", CountWindows.of(5).tieBreak("v"), everyKey(Storm(Rows(5), Rows(1))), 10 * minute),
+    Kind("count: every 3 rows", CountWindows.of(7).slide(3).tieBreak("v"), everyKey(Storm(Rows(7), Rows(3))), 10 * minute,
+      evaluatedEveryRows = 3),
+    Kind("count: tumbling", CountWindows.tumbling(4).tieBreak("v"), everyKey(Storm(Rows(4), Rows(4))), 10 * minute,
+      evaluatedEveryRows = 4),
+    Kind("count: every 20 seconds", CountWindows.of(5).every("20 seconds").tieBreak("v"), everyKey(Storm(Rows(5), Ticks(seconds(20)))),
+      10 * minute),
+    Kind("duration: trailing per row", DurationWindows.of("30 seconds"), everyKey(Storm(Ticks(seconds(30)), Rows(1))), 10 * minute),
+    Kind("duration: every 3 rows", DurationWindows.of("30 seconds").slide(3).tieBreak("v"), everyKey(Storm(Ticks(seconds(30)), Rows(3))),
+      10 * minute, evaluatedEveryRows = 3),
+    Kind("duration: every 20 seconds", DurationWindows.of("1 minute").every("20 seconds"), everyKey(Storm(Ticks(seconds(60)), Ticks(seconds(20)))),
+      10 * minute),
+    Kind("duration: tumbling", DurationWindows.tumbling("1 minute"), everyKey(Storm(Ticks(seconds(60)), Ticks(seconds(60)))), 10 * minute))
+
+  private def everyKey(reference: ReferenceWindows): String => ReferenceWindows = _ => reference
+
+  /** The windows table's rows as plain Spark reads them, in microseconds. */
+  private lazy val tableWindows: Seq[(Long, Long)] =
+    spark.table(WindowsTableName).select(unix_micros(col("start")), unix_micros(col("end"))).collect()
+      .map(r => (r.getLong(0), r.getLong(1))).toSeq
+
+  /** The per-key table's rows as plain Spark reads them, by key. */
+  private lazy val keyTableWindows: Map[String, Seq[(Long, Long)]] =
+    spark.table(KeyWindowsTableName).select(col("k"), unix_micros(col("start")), unix_micros(col("end"))).collect()
+      .map(r => (r.getString(0), (r.getLong(1), r.getLong(2)))).toSeq.groupMap(_._1)(_._2)
 
   override def beforeAll(): Unit = {
     super.beforeAll()
@@ -72,15 +111,6 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Seq("k0", "k1", "a").flatMap(k => drawn(60).map { case (s, e) => (k, s, e) }).toDF("k", "s", "e")
       .select(col("k"), timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
       .createOrReplaceTempView(KeyWindowsTableName)
-  }
-
-  /** The definition as the engine runs it: a table's windows read, per-key windows those of `key`. */
-  private def resolved(definition: WindowDefinition, key: String): ResolvedWindows = {
-    val grouping = org.apache.spark.sql.catalyst.expressions.AttributeReference("k", org.apache.spark.sql.types.StringType)()
-    val windows = WindowsTable.read(spark, definition, TimeColumn(org.apache.spark.sql.types.TimestampType, None), "ts", Seq(grouping))
-      .resolve(Timeline.timestamp(ZoneOffset.UTC))
-    // the events' one grouping key, k
-    windows.boundToKeys(windows.keyColumns.map(_ => 0).toArray).ofKey(IndexedSeq(org.apache.spark.unsafe.types.UTF8String.fromString(key)))
   }
 
   private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
@@ -107,10 +137,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       r.getSeq[Long](5).toVector)
   }.toSeq.sortBy(_.order)
 
-  private def bruteForce(kind: Kind, rows: Seq[(String, Long, Long)]): Seq[Out] = {
+  private def expected(kind: Kind, rows: Seq[(String, Long, Long)]): Seq[Out] = {
     rows.groupBy(_._1).toSeq.flatMap { case (k, ofKey) =>
       // rows sharing a time in the order of v: the tie-break the count kinds name
-      BruteForceKinds.windows(resolved(kind.definition, k), ofKey.map(r => (r._2, r._3)).sortBy(_._2)).map { case ((start, end), records) =>
+      kind.reference(k).windows(ofKey.map(r => (r._2, r._3)).sortBy(_._2)).map { case ((start, end), records) =>
         val values = records.map(_._2)
         Out(k, start, end, values.sum, values.length.toLong, values.sorted)
       }
@@ -151,10 +181,10 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
   }
 
   for (kind <- kinds) {
-    test(s"${kind.name}: batch equals a brute-force enumeration of the definition") {
+    test(s"${kind.name}: batch equals the windows of the contract's rules") {
       for (seed <- 1 to 3) {
         val rows = events(kind, seed, 200)
-        assert(result(dataFrameApi(frame(rows), kind.definition)) == bruteForce(kind, rows), s"seed $seed")
+        assert(result(dataFrameApi(frame(rows), kind.definition)) == expected(kind, rows), s"seed $seed")
       }
     }
 
@@ -214,8 +244,7 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
           .writeStream.format("memory").queryName(name).outputMode("append").start()
       }
       val span = kind.spanSeconds * 1000000L
-      val resolved = this.resolved(definition, "a")
-      def inAWindow(from: Long): Long = Iterator.iterate(from)(_ + 1000000L).find(t => resolved.holds(resolved.partialTime(t))).get
+      def inAWindow(from: Long): Long = Iterator.iterate(from)(_ + 1000000L).find(kind.reference("a").holds).get
       try {
         input.addData(("a", inAWindow(span * 2), 1L))
         query.processAllAvailable()
@@ -367,12 +396,22 @@ object WindowKindConformanceSuite {
     override def hashCode: Int = 3
   }
 
+  /** [[OddMinutes]]' rule: a time is in its minute's window when the minute's number since the epoch is odd. */
+  object OddMinutesReference extends ReferenceWindows.ByTime {
+    private val minute = 60000000L
+    override def windowsOf(time: Long): Seq[(Long, Long)] = {
+      val number = Math.floorDiv(time, minute)
+      if (number % 2 == 0) Nil else Seq((number * minute, (number + 1) * minute))
+    }
+  }
+
   /**
-   * A kind to check; `finalInStreaming` is false for windows that never close (checked with
-   * emit=updates), `evaluatedEveryRows` the rows between evaluations for kinds evaluated every few rows.
+   * A kind to check, with its reference for a key's records (the same for every key but per-key
+   * tables'); `finalInStreaming` is false for windows that never close (checked with emit=updates),
+   * `evaluatedEveryRows` the rows between evaluations for kinds evaluated every few rows.
    */
-  final case class Kind(name: String, definition: WindowDefinition, spanSeconds: Long, finalInStreaming: Boolean = true,
-      evaluatedEveryRows: Int = 1) {
+  final case class Kind(name: String, definition: WindowDefinition, reference: String => ReferenceWindows, spanSeconds: Long,
+      finalInStreaming: Boolean = true, evaluatedEveryRows: Int = 1) {
     def oneRowMakesAWindow: Boolean = evaluatedEveryRows == 1
   }
   /** A window of the results; kinds cut at rows may give one window more than once. */
