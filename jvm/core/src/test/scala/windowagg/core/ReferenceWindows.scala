@@ -19,6 +19,12 @@ sealed trait ReferenceWindows {
 
   /** Whether a record at `time` is in some window when it is alone (kinds that leave times out say no). */
   def holds(time: Long): Boolean
+
+  /**
+   * Times on and beside the bounds of the windows a record at `time` is in or makes: records drawn
+   * there show a bound that is off by one tick.
+   */
+  def edges(time: Long): Seq[Long]
 }
 
 object ReferenceWindows {
@@ -28,6 +34,7 @@ object ReferenceWindows {
     override def windows[V](records: Seq[(Long, V)]): Seq[((Long, Long), Vector[(Long, V)])] =
       BruteForceSliding.windows(records, size).map(w => (w.start, w.end) -> w.records)
     override def holds(time: Long): Boolean = true
+    override def edges(time: Long): Seq[Long] = Seq(time - size - 1, time - size, time + size, time + size + 1)
   }
 
   /** KIP-94 sessions with an inactivity gap of `gap` ticks, as [first, last]. */
@@ -35,6 +42,7 @@ object ReferenceWindows {
     override def windows[V](records: Seq[(Long, V)]): Seq[((Long, Long), Vector[(Long, V)])] =
       BruteForceSessions.sessions(records, gap).map(s => (s.first, s.last) -> s.records)
     override def holds(time: Long): Boolean = true
+    override def edges(time: Long): Seq[Long] = Seq(time - gap - 1, time - gap, time + gap, time + gap + 1)
   }
 
   /**
@@ -46,6 +54,8 @@ object ReferenceWindows {
     def windowsOf(time: Long): Seq[(Long, Long)]
 
     final override def holds(time: Long): Boolean = windowsOf(time).nonEmpty
+
+    final override def edges(time: Long): Seq[Long] = windowsOf(time).flatMap { case (s, e) => Seq(s - 1, s, e - 1, e) }
 
     final override def windows[V](records: Seq[(Long, V)]): Seq[((Long, Long), Vector[(Long, V)])] =
       records.sortBy(_._1).flatMap(r => windowsOf(r._1).map(_ -> r)).groupMap(_._1)(_._2).toSeq
@@ -161,6 +171,19 @@ object ReferenceWindows {
     }
 
     override def holds(time: Long): Boolean = true
+
+    /** A row at the same time (a tie the count cuts through); at and beside a duration's bounds and a time slide's ends. */
+    override def edges(time: Long): Seq[Long] = {
+      val ofLength = length match {
+        case Rows(_) => Seq(time)
+        case Ticks(l) => Seq(time - l - 1, time - l, time - l + 1, time + l)
+      }
+      val ofSlide = slide match {
+        case Rows(_) => Nil
+        case Ticks(d) => Seq(ceiling(time, d), ceiling(time, d) + 1)
+      }
+      ofLength ++ ofSlide
+    }
 
     /** The indexes of the records, sorted by time, that are in no window. */
     def inNoWindow[V](records: Seq[(Long, V)]): Set[Int] =

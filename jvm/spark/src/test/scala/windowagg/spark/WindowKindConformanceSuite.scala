@@ -1,7 +1,7 @@
 package windowagg.spark
 
 import java.sql.Timestamp
-import java.time.{Instant, ZoneId, ZoneOffset}
+import java.time.{DayOfWeek, Instant, ZoneId, ZoneOffset}
 import java.time.temporal.ChronoUnit
 
 import scala.util.Random
@@ -53,6 +53,9 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
     Kind("cumulative", CumulativeWindows.of("20 seconds", "2 minutes"), everyKey(Cumulative(seconds(20), seconds(120), 0)), 10 * minute),
     Kind("calendar days in New York", CalendarWindows.days(1).inZone("America/New_York"),
       everyKey(Calendar(ChronoUnit.DAYS, 1, 1, newYork)), 30 * day),
+    // 1969 and 1970 each have two daylight-saving changes in New York: weeks of 167 and 169 hours
+    Kind("calendar weeks from Sunday in New York, across daylight-saving changes", CalendarWindows.weeks(1, "SUNDAY").inZone("America/New_York"),
+      everyKey(Calendar(ChronoUnit.WEEKS, 1, 1, newYork, DayOfWeek.SUNDAY)), 800 * day),
     Kind("calendar quarters every month", CalendarWindows.months(3).advanceBy(1), everyKey(Calendar(ChronoUnit.MONTHS, 3, 1, sessionZone)),
       800 * day),
     Kind("unlimited from the epoch", UnlimitedWindows.of(), everyKey(Unlimited(0, lastShownMidnight)), 10 * minute,
@@ -113,11 +116,17 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
       .createOrReplaceTempView(KeyWindowsTableName)
   }
 
+  private val keys = Seq("k0", "k1", "k2")
+
   private def events(kind: Kind, seed: Long, n: Int): Seq[(String, Long, Long)] = {
     val rnd = new Random(seed)
+    val half = kind.spanSeconds * 1000000L / 2
     // a pool of times, so that times repeat; centred on the epoch, so that half are before 1970
-    val pool = Seq.fill(n / 2)(((rnd.nextDouble() - 0.5) * kind.spanSeconds * 1000000).toLong)
-    Seq.fill(n)((s"k${rnd.nextInt(3)}", pool(rnd.nextInt(pool.length)), rnd.nextInt(100).toLong))
+    val drawn = Seq.fill(n / 4)(((rnd.nextDouble() * 2 - 1) * half).toLong)
+    // as many on or beside the bounds of the windows the drawn times are in or make: where an off-by-one shows
+    val edges = rnd.shuffle(drawn.flatMap(t => keys.flatMap(k => kind.reference(k).edges(t))).distinct.filter(math.abs(_) <= half))
+    val pool = drawn ++ edges.take(n / 2 - drawn.length)
+    Seq.fill(n)((keys(rnd.nextInt(keys.length)), pool(rnd.nextInt(pool.length)), rnd.nextInt(100).toLong))
   }
 
   private def frame(rows: Seq[(String, Long, Long)]): DataFrame = {
