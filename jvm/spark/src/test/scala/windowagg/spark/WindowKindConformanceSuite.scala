@@ -101,17 +101,20 @@ class WindowKindConformanceSuite extends AnyFunSuite with SparkSessionFixture {
   override def beforeAll(): Unit = {
     super.beforeAll()
     import spark.implicits._
-    // windows of 5 seconds to 4 minutes over the times every test draws (late rows come up to 12 spans after the epoch)
+    // windows of 5 seconds to 4 minutes starting in the `spans` spans from one before the epoch: over the
+    // times every test draws (late rows come up to 12 spans after the epoch), and a third of them where
+    // batch and streaming tests draw theirs (up to 2 spans), so that a window lost or misread holds rows
     val rnd = new Random(17)
     val span = 10 * minute * 1000000L
-    def drawn(n: Int): Seq[(Long, Long)] = Seq.fill(n) {
-      val start = -span + (rnd.nextDouble() * 13 * span).toLong
+    def drawn(n: Int, spans: Int): Seq[(Long, Long)] = Seq.fill(n) {
+      val start = -span + (rnd.nextDouble() * spans * span).toLong
       (start, start + 5000000L + rnd.nextInt(236) * 1000000L)
     }
-    drawn(120).toDF("s", "e").select(timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
+    def windows(n: Int): Seq[(Long, Long)] = drawn(n, 13) ++ drawn(n / 2, 3)
+    windows(120).toDF("s", "e").select(timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
       .createOrReplaceTempView(WindowsTableName)
     // per key: k0 and k1 (and the late-row test's key a) have windows of their own, k2 none
-    Seq("k0", "k1", "a").flatMap(k => drawn(60).map { case (s, e) => (k, s, e) }).toDF("k", "s", "e")
+    Seq("k0", "k1", "a").flatMap(k => windows(60).map { case (s, e) => (k, s, e) }).toDF("k", "s", "e")
       .select(col("k"), timestamp_micros(col("s")).as("start"), timestamp_micros(col("e")).as("end"))
       .createOrReplaceTempView(KeyWindowsTableName)
   }
