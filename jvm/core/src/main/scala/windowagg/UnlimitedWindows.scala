@@ -78,6 +78,7 @@ object UnlimitedWindows extends WindowSpec.Reader {
     val windows = spec.clause("starting") match {
       case Some(t) if t.matches("[+-]?\\d+") =>
         of().startOn(t.toLongOption.getOrElse(throw WindowError(s"'${spec.text}': the start $t does not fit in a 64-bit number of ticks")))
+      case Some(t) if t.trim.isEmpty => throw WindowError(s"'${spec.text}': 'starting' needs the start after it; write $usage")
       case Some(t) => of().startOn(t)
       case None => of()
     }

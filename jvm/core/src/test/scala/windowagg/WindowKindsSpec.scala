@@ -105,6 +105,7 @@ class WindowKindsSpec extends AnyFunSuite with Matchers {
     rejected(UnlimitedWindows.of().startOn(5L).resolve(micros)) should include("give an instant")
     rejected(UnlimitedWindows.of().startOn("yesterday")) should include("cannot read 'yesterday' as an instant")
     rejected(WindowSpec.parse("unlimited 5 minutes")) should include("no size")
+    rejected(WindowSpec.parse("unlimited starting")) should include("'unlimited starting': 'starting' needs the start after it")
     Seq(UnlimitedWindows.of(), UnlimitedWindows.of().startOn("2024-01-01T00:00:00Z").grace("1 minute"), UnlimitedWindows.of().startOn(7L))
       .foreach(d => WindowSpec.parse(d.spec) shouldBe d)
   }

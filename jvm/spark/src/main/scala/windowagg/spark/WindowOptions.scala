@@ -40,33 +40,47 @@ final case class WindowOptions(timeUnit: Option[String] = None, emission: stream
 object WindowOptions {
   val Keys = Seq("timeUnit", "emit", "lateRows", "time", "expireIdleKeys")
 
-  /** Options from name/value pairs (names as in `Keys`, case-insensitive); errors name the bad one. */
-  def from(pairs: Iterable[(String, String)]): WindowOptions = pairs.foldLeft(WindowOptions()) {
-    case (o, (key, v)) =>
+  /**
+   * Options from name/value pairs (names as in `Keys`, case-insensitive, or snake_case); errors name
+   * the bad one, and an option given twice, whose second value would silently win.
+   */
+  def from(pairs: Iterable[(String, String)]): WindowOptions = {
+    val given = pairs.toSeq.map { case (key, v) =>
       val k = Option(key).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, "a window option's name must not be null"))
-      val value = Option(v).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, s"window option '$k' must not be null"))
-      k.toLowerCase(Locale.ROOT) match {
-        case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
-        case "emit" =>
-          val emission =
-            try streaming.Emission.parse(value)
-            catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
-          o.copy(emission = emission)
-        case "laterows" | "late_rows" =>
-          val l = value.toLowerCase(Locale.ROOT)
-          if (l != "count" && l != "emit") throw WindowAggException(WindowAggError.INVALID_OPTION, s"lateRows must be 'count' or 'emit', got '$v'")
-          o.copy(lateRows = l)
-        case "time" =>
-          val t = value.toLowerCase(Locale.ROOT)
-          if (t != "event" && t != "processing") throw WindowAggException(WindowAggError.INVALID_OPTION, s"time must be 'event' or 'processing', got '$v'")
-          o.copy(time = t)
-        case "expireidlekeys" | "expire_idle_keys" =>
-          val span =
-            try TimeSpan.positive(TimeSpan.parse(value), "expireIdleKeys")
-            catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
-          o.copy(expireIdleKeys = Some(span))
-        case other => throw WindowAggException(WindowAggError.INVALID_OPTION, s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
-      }
+      val canonical = Keys.find(_.equalsIgnoreCase(k.replace("_", ""))).getOrElse(k)
+      (canonical, k, v)
+    }
+    given.groupBy(_._1).collectFirst { case (name, same) if same.length > 1 =>
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
+        s"window option '$name' is given ${same.length} times (${same.map { case (_, k, v) => s"$k=$v" }.mkString(", ")}): give it once")
+    }
+    given.foldLeft(WindowOptions()) { case (o, (_, k, v)) => withOption(o, k, v) }
+  }
+
+  private def withOption(o: WindowOptions, k: String, v: String): WindowOptions = {
+    val value = Option(v).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, s"window option '$k' must not be null"))
+    k.toLowerCase(Locale.ROOT) match {
+      case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
+      case "emit" =>
+        val emission =
+          try streaming.Emission.parse(value)
+          catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
+        o.copy(emission = emission)
+      case "laterows" | "late_rows" =>
+        val l = value.toLowerCase(Locale.ROOT)
+        if (l != "count" && l != "emit") throw WindowAggException(WindowAggError.INVALID_OPTION, s"lateRows must be 'count' or 'emit', got '$v'")
+        o.copy(lateRows = l)
+      case "time" =>
+        val t = value.toLowerCase(Locale.ROOT)
+        if (t != "event" && t != "processing") throw WindowAggException(WindowAggError.INVALID_OPTION, s"time must be 'event' or 'processing', got '$v'")
+        o.copy(time = t)
+      case "expireidlekeys" | "expire_idle_keys" =>
+        val span =
+          try TimeSpan.positive(TimeSpan.parse(value), "expireIdleKeys")
+          catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
+        o.copy(expireIdleKeys = Some(span))
+      case other => throw WindowAggException(WindowAggError.INVALID_OPTION, s"unknown window option '$k'; known options: ${Keys.mkString(", ")}")
+    }
   }
 
   /** SQL's last argument: a time unit ('seconds') or options ('emit=updates, lateRows=emit'). */
