@@ -128,11 +128,13 @@ final class RowWindowCursor[P](
    */
   private def nextSlideEnd(slide: Long): Boolean = {
     var end = length match {
-      case LastTicks(_) if evaluatedAny =>
+      case LastTicks(ticks) if evaluatedAny =>
         try Math.addExact(currentEnd, slide)
         catch {
           case _: ArithmeticException =>
-            if (times.isEmpty && !input.hasNext) return false
+            // no window ends after this one: done, unless a row is left that a later window would hold
+            // (the next one starts at currentEnd + slide - ticks, after every row it does not hold)
+            if (!input.hasNext && (times.isEmpty || lastTime - currentEnd <= slide - ticks)) return false
             throw WindowError(s"a window after time $currentEnd ends beyond the range of a 64-bit time")
         }
       case _ =>

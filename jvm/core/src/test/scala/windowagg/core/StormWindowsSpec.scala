@@ -164,6 +164,14 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
     cursorWindows(kind, Seq((10L, 1), (20L, 2))) shouldBe brute(kind, Seq((10L, 1), (20L, 2)))
   }
 
+  test("at the end of the 64-bit range, a duration window sliding in time fails only for a row a window past it would hold") {
+    val kind = CutAtRows(LastTicks(10L), EveryTicks(4L), None)
+    val last = Long.MaxValue - 3 // the last multiple of 4: the window after it would end beyond the range
+    cursorWindows(kind, Seq((last - 8, 1))) shouldBe
+      Vector((last - 18, last - 8, Vector(1)), (last - 14, last - 4, Vector(1)), (last - 10, last, Vector(1)))
+    intercept[WindowError](cursorWindows(kind, Seq((last - 5, 1)))).getMessage should include("range of a 64-bit time")
+  }
+
   test("specs round trip, tumbling is a slide of the length, and the spec names Storm's parts") {
     val defs = Seq(
       CountWindows.of(30), CountWindows.of(30).slide(10), CountWindows.tumbling(5), CountWindows.of(3).every("10 seconds"),
