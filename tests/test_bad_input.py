@@ -1,13 +1,15 @@
 """Bad input never crashes: generated invalid and edge-case inputs on every public surface.
 
-Each case either gives the right result (checked against a small oracle: one row is in windows that
-hold its time, once each; empty data gives no windows) or fails with windowagg's own error naming the
-problem: an AnalysisException (the JVM's WindowAggException), a ValueError or TypeError from the
-Python wrapper, or, for a time at the very end of the 64-bit range, a job failure carrying
-windowagg's WindowError. Never a raw JVM exception (NullPointerException, ClassCastException,
-ArithmeticException, NumberFormatException...), an internal error, or bounds wrapped into wrong
-windows. Cases are generated from fixed seeds, so a failure reproduces; most stop at analysis, and
-the queries that run read one row, so the module stays quick.
+Each case either gives the right result (the oracle's: tests/brute_force.py and docs/semantics.md's
+rules give the windows of one row; empty data gives no windows) or fails with windowagg's own error
+naming the problem: an AnalysisException (the JVM's WindowAggException), a ValueError or TypeError
+from the Python wrapper, or, for a time at the very end of the 64-bit range, a job failure
+carrying windowagg's WindowError. Where a listed case's outcome is known, the test requires
+it: the oracle's windows, or the error's condition and the words naming the problem. Never a raw JVM
+exception (NullPointerException, ClassCastException, ArithmeticException, NumberFormatException...),
+an internal error, or bounds wrapped into wrong windows. Cases are generated from fixed seeds, so a
+failure reproduces; most stop at analysis, and the queries that run read one row, so the module
+stays quick.
 """
 
 import datetime
@@ -35,6 +37,8 @@ from windowagg import (
     window,
 )
 
+import brute_force as bf
+
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 TS_MIN = -62135596800000000  # 0001-01-01 00:00:00 in µs
 TS_MAX = 253402300799999999  # 9999-12-31 23:59:59.999999 in µs
@@ -53,22 +57,47 @@ OUTCOMES: Counter = Counter()
 
 
 def outcome(run: Callable[[], Any]) -> Tuple[str, Any]:
-    """("ok", value) or ("error", message) for windowagg's own errors; any other failure fails the test."""
+    """("ok", value), or ("error", "[condition] message") for windowagg's own errors, the condition being
+    the error's (windowagg's or Spark's) or the Python exception's class; any other failure fails the test."""
     try:
         value = run()
     except (AnalysisException, ValueError, TypeError) as error:
         text = str(error)
         assert not CRASH.search(text), f"a crash instead of a clear error: {text[:2000]}"
         OUTCOMES["error"] += 1
-        return "error", text.split("\n\nJVM stacktrace:")[0]
+        condition = error.getCondition() if isinstance(error, AnalysisException) else type(error).__name__
+        return "error", f"[{condition}] " + text.split("\n\nJVM stacktrace:")[0]
     except Exception as error:  # a job failure: only windowagg's range error may come out of one
         text = str(error)
         assert RUNTIME_WINDOW_ERROR.search(text) and not CRASH.search(text), (
             f"{type(error).__name__} instead of windowagg's error: {text[:3000]}")
         OUTCOMES["error"] += 1
-        return "error", RUNTIME_WINDOW_ERROR.search(text).group(0)
+        return "error", "[WindowError] " + RUNTIME_WINDOW_ERROR.search(text).group(0)
     OUTCOMES["ok"] += 1
     return "ok", value
+
+
+def assert_refused(result: Tuple[str, Any], condition: str, *words: str) -> None:
+    """The outcome is the error `condition` with a message holding each of `words` (what names the problem)."""
+    kind, value = result
+    assert kind == "error", f"expected {condition} naming {words}, got the result {value}"
+    assert value.startswith(f"[{condition}] ") and all(word in value for word in words), (
+        f"expected {condition} naming {words}, got: {value[:1500]}")
+
+
+def assert_outcome(result: Tuple[str, Any], expected: Any) -> None:
+    """`expected` is the list of windows (s, e, n) the query must give, or an error: (condition, *words)."""
+    if isinstance(expected, list):
+        kind, value = result
+        assert kind == "ok", f"expected the windows {expected}, got {value[:1500]}"
+        assert sorted(tuple(row) for row in value) == sorted(expected)
+    else:
+        assert_refused(result, *expected)
+
+
+def one_row_sliding(t: int, size: int) -> List[Tuple[int, int, int]]:
+    """The oracle's sliding windows (s, e, n) of one row at t: its left window alone."""
+    return [(start, end, 1) for start, end in bf.window_bounds([t], size)]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -162,24 +191,60 @@ def test_builders_take_any_value_or_say_what_is_wrong(spark, one, builder):
     A definition that builds is then analysed against each kind of time column."""
     for value in LENGTHS:
         kind, definition = outcome(lambda: BUILDERS[builder](value))
-        if kind == "error":
-            assert len(definition) > 10, definition
+        if kind == "error":  # the wrapper's own error, with a message
+            assert re.match(r"\[(ValueError|TypeError)\] .{10}", definition), definition
             continue
         # int values are ticks of an integral column; durations meet a timestamp column
         column = "t" if isinstance(value, int) and not isinstance(value, bool) else "ts"
         outcome(lambda: one.groupBy("k", window(column, definition)).agg(F.count("*").alias("n")))
 
 
+OPTION_VALUES = (None, "", "bogus", 3, 1.5, ["final"], "FINAL", " updates ", "emit", "seconds", "processing")
+# option: (the values among OPTION_VALUES it takes, the error naming a string it refuses); None is the
+# default, and a value that is not a string is refused by the wrapper
+OPTIONS = {
+    "time_unit": ((None, "seconds"), lambda v: ("WINDOWAGG_INVALID_OPTION", f"unknown time unit '{v}'")),
+    # emit's words are read ignoring case and surrounding spaces
+    "emit": ((None, "FINAL", " updates "), lambda v: ("WINDOWAGG_INVALID_OPTION", "emit must be 'final'", f"got '{v}'")),
+    "late_rows": ((None, "emit"), lambda v: ("WINDOWAGG_INVALID_OPTION", "lateRows must be 'count' or 'emit'", f"got '{v}'")),
+    "time": ((None,), lambda v: ("WINDOWAGG_INVALID_QUERY", "needs a streaming DataFrame") if v == "processing"
+             else ("WINDOWAGG_INVALID_OPTION", "time must be 'event' or 'processing'", f"got '{v}'")),
+}
+# time columns (built when the test runs): the row's windows at the column's value, or the error naming it
+TIME_COLUMNS = [
+    (lambda: None, ("TypeError", "the time column must be a column name or a Column, not NoneType")),
+    (lambda: 3, ("TypeError", "the time column must be a column name or a Column, not int")),
+    (lambda: F.lit(None), ("WINDOWAGG_INVALID_TIME_COLUMN", "has type VOID")),
+    (lambda: F.lit("x"), ("WINDOWAGG_INVALID_TIME_COLUMN", "has type STRING")),
+    (lambda: F.col("nope"), ("UNRESOLVED_COLUMN.WITH_SUGGESTION", "`nope` cannot be resolved")),
+    (lambda: "x", ("WINDOWAGG_INVALID_TIME_COLUMN", "'x' has type DOUBLE")),
+    (lambda: "v + 1", ("UNRESOLVED_COLUMN.WITH_SUGGESTION", "`v + 1` cannot be resolved")),  # a name, not an expression
+    (lambda: F.col("v") + 1, one_row_sliding(6, 10)),  # v + 1 = 6
+    (lambda: F.current_timestamp(), ("WINDOWAGG_INVALID_WINDOW", "size 10 is a number of ticks, but the time column is a timestamp")),
+]
+
+
+def sliding_10_windows(one: Any, column: Any, **options: Any) -> List[Any]:
+    return (one.groupBy("k", window(column, SlidingWindows.of(10), **options)).agg(F.count("*").alias("n"))
+            .select("window.start", "window.end", "n").collect())
+
+
 def test_window_options_of_the_wrong_value_or_type(one):
-    definition = SlidingWindows.of(10)
-    for name in ("time_unit", "emit", "late_rows", "time"):
-        for value in (None, "", "bogus", 3, 1.5, ["final"], "FINAL", " updates ", "emit", "seconds", "processing"):
-            outcome(lambda: one.groupBy("k", window("t", definition, **{name: value})).count())
-    for column in (None, 3, F.lit(None), F.lit("x"), F.col("nope"), "x", "v + 1", F.col("v") + 1, F.current_timestamp()):
-        outcome(lambda: one.groupBy("k", window(column, definition)).count())
+    """Each option with each value: the row's window (the oracle's), or the error naming the option and value."""
+    for name, (takes, refusal) in OPTIONS.items():
+        for value in OPTION_VALUES:
+            if value in takes:
+                expected = one_row_sliding(1, 10)
+            elif isinstance(value, str):
+                expected = refusal(value)
+            else:
+                expected = ("TypeError", f"{name} must be a str", f"not {type(value).__name__}")
+            assert_outcome(outcome(lambda: sliding_10_windows(one, "t", **{name: value})), expected)
+    for column, expected in TIME_COLUMNS:
+        assert_outcome(outcome(lambda: sliding_10_windows(one, column())), expected)
     for definition in (None, "sliding 10", 10, SlidingWindows):
-        kind, message = outcome(lambda: window("t", definition))
-        assert kind == "error" and "window definition" in message
+        assert_refused(outcome(lambda: window("t", definition)), "TypeError", "expected a window definition",
+                       f"not {type(definition).__name__}")
 
 
 # --- spec strings: garbage, truncations, unknown words, huge numbers ----------------------------------
@@ -261,37 +326,93 @@ def test_specs_in_sql_parse_or_say_what_is_wrong(spark, one):
                     check_one_row(rows, 1, kind_word)
 
 
+DAY_US = 86_400_000_000
+TS, T, T_US = ("ts", ""), ("t", ""), ("t", ", 'microseconds'")  # a time column, and its unit argument
+NOT_A_LENGTH = "must be an INTERVAL, a string like '10 minutes' or an integer number of ticks"
+NEEDS_A_UNIT = ("WINDOWAGG_INVALID_WINDOW", "the time column is an integral epoch", "give the column's unit as the option timeUnit")
+# (size, the time column it is given for, expected: the size in ticks, or the error of every function)
 SQL_SIZES = [
-    "NULL", "CAST(NULL AS STRING)", "'abc'", "''", "0", "-5", "1.5", "array(1)", "t", "INTERVAL '0' MINUTE", "INTERVAL '-1' MINUTE",
-    "INTERVAL '1' MONTH", "INTERVAL '106751991' DAY", "make_interval(0, 0, 0, 2000000000)", "make_interval(0, 0, 0, 106751992)",
-    "make_interval(0, 0, 0, -1)", "make_interval(0, 1)", "9223372036854775807", "CAST(127 AS TINYINT)", "'106751991 days'",
-    "'1 month'", "true", "X'00'", "CAST(1 AS DECIMAL(3,0))", "rand()", "'1 s' || ''",
+    ("NULL", TS, ("WINDOWAGG_INVALID_QUERY", "must not be null")),
+    ("CAST(NULL AS STRING)", T, ("WINDOWAGG_INVALID_QUERY", "must not be null")),
+    ("'abc'", T_US, ("WINDOWAGG_INVALID_WINDOW", "cannot parse 'abc' as a length of time")),
+    ("''", TS, ("WINDOWAGG_INVALID_WINDOW", "cannot parse '' as a length of time")),
+    ("0", T, ("WINDOWAGG_INVALID_WINDOW", "must be positive, got 0 ticks")),
+    ("-5", T_US, ("WINDOWAGG_INVALID_WINDOW", "must be positive, got -5 ticks")),
+    ("1.5", TS, ("WINDOWAGG_INVALID_WINDOW", NOT_A_LENGTH, "got DECIMAL(2,1)")),
+    ("array(1)", T, ("WINDOWAGG_INVALID_WINDOW", NOT_A_LENGTH, "got ARRAY<INT>")),
+    ("t", T_US, ("WINDOWAGG_INVALID_QUERY", "must be a constant, got bad_one.t")),
+    ("INTERVAL '0' MINUTE", TS, ("WINDOWAGG_INVALID_WINDOW", "must be positive, got 0 seconds")),
+    ("INTERVAL '-1' MINUTE", T, ("WINDOWAGG_INVALID_WINDOW", "must be positive, got -1 minute")),
+    ("INTERVAL '1' MONTH", T_US, ("WINDOWAGG_INVALID_WINDOW", "INTERVAL '1' MONTH: months and years have no fixed length")),
+    ("INTERVAL '106751991' DAY", TS, 106_751_991 * DAY_US),
+    ("make_interval(0, 0, 0, 2000000000)", TS, ("WINDOWAGG_INVALID_WINDOW", "2000000000 days is too large")),
+    ("make_interval(0, 0, 0, 106751992)", T_US, ("WINDOWAGG_INVALID_WINDOW", "106751992 days is too large")),
+    ("make_interval(0, 0, 0, -1)", TS, ("WINDOWAGG_INVALID_WINDOW", "must be positive, got -1 day")),
+    ("make_interval(0, 1)", T, ("WINDOWAGG_INVALID_WINDOW", "months have no fixed length")),
+    ("9223372036854775807", T_US, LONG_MAX),
+    ("CAST(127 AS TINYINT)", TS, ("WINDOWAGG_INVALID_WINDOW", "127 is a number of ticks, but the time column is a timestamp")),
+    ("'106751991 days'", T, NEEDS_A_UNIT),
+    ("'1 month'", T_US, ("WINDOWAGG_INVALID_WINDOW", "'1 month': months and years have no fixed length")),
+    ("true", TS, ("WINDOWAGG_INVALID_WINDOW", NOT_A_LENGTH, "got BOOLEAN")),
+    ("X'00'", T, ("WINDOWAGG_INVALID_WINDOW", NOT_A_LENGTH, "got BINARY")),
+    ("CAST(1 AS DECIMAL(3,0))", T_US, ("WINDOWAGG_INVALID_WINDOW", NOT_A_LENGTH, "got DECIMAL(3,0)")),
+    ("rand()", TS, ("WINDOWAGG_INVALID_QUERY", "must be a constant, got rand()")),
+    ("'1 s' || ''", T, NEEDS_A_UNIT),
 ]
+# a table function's arguments cannot name the table's columns: Spark finds none
+TABLE_FUNCTION_ERRORS = {"t": ("UNRESOLVED_COLUMN.WITHOUT_SUGGESTION", "`t` cannot be resolved")}
+# (options, the time column; expected: the options name no error, or the error naming it)
 SQL_OPTIONS = [
-    "''", "NULL", "'='", "'emit='", "'emit=maybe'", "'bogus=1'", "'timeUnit=fortnights'", "'fortnights'", "',,,'",
-    "'emit=final,emit=updates'", "'lateRows=emit'", "'time=processing'", "'time=never'", "1", "'timeUnit='", "' seconds '",
-    "CAST(NULL AS STRING)", "'a=b=c'",
+    ("''", "ts", ("WINDOWAGG_INVALID_TIME_COLUMN", "a time unit ('') applies only to integral time columns")),
+    ("NULL", "t", ("WINDOWAGG_INVALID_QUERY", "the time unit or options argument must be a constant string, got NULL")),
+    ("'='", "ts", ("WINDOWAGG_INVALID_OPTION", "unknown window option ''")),
+    ("'emit='", "t", ("WINDOWAGG_INVALID_OPTION", "emit must be 'final'", "got ''")),
+    ("'emit=maybe'", "ts", ("WINDOWAGG_INVALID_OPTION", "emit must be 'final'", "got 'maybe'")),
+    ("'bogus=1'", "t", ("WINDOWAGG_INVALID_OPTION", "unknown window option 'bogus'")),
+    ("'timeUnit=fortnights'", "ts", ("WINDOWAGG_INVALID_TIME_COLUMN", "a time unit ('fortnights') applies only to integral time columns")),
+    ("'fortnights'", "t", ("WINDOWAGG_INVALID_OPTION", "unknown time unit 'fortnights'")),
+    ("',,,'", "ts", ("WINDOWAGG_INVALID_TIME_COLUMN", "a time unit (',,,') applies only to integral time columns")),
+    ("'emit=final,emit=updates'", "t", None),
+    ("'lateRows=emit'", "ts", None),
+    ("'time=processing'", "t", ("WINDOWAGG_INVALID_QUERY", "time 'processing' needs a streaming DataFrame")),
+    ("'time=never'", "ts", ("WINDOWAGG_INVALID_OPTION", "time must be 'event' or 'processing', got 'never'")),
+    ("1", "t", ("WINDOWAGG_INVALID_QUERY", "the time unit or options argument must be a constant string, got 1")),
+    ("'timeUnit='", "ts", ("WINDOWAGG_INVALID_TIME_COLUMN", "a time unit ('') applies only to integral time columns")),
+    ("' seconds '", "t", None),
+    ("CAST(NULL AS STRING)", "ts", ("WINDOWAGG_INVALID_QUERY", "the time unit or options argument must not be null")),
+    ("'a=b=c'", "t", ("WINDOWAGG_INVALID_OPTION", "unknown window option 'a'")),
 ]
+# windows of 10 ticks on each time column (the row is at 1 tick of both): as a spec, and as a size
+TEN_TICKS = {"ts": ("'sliding 10 microseconds'", "'10 microseconds'"), "t": ("'sliding 10'", "10")}
 
 
 def test_sql_size_and_option_arguments(spark, one):
-    """sliding_window, sliding_window_agg, session_window_agg with every kind of size, and options on all functions."""
-    for i, size in enumerate(SQL_SIZES):
-        for column, unit in [(("ts", ""), ("t", ""), ("t", ", 'microseconds'"))[i % 3]]:
-            for sql in (
-                f"SELECT count(1) FROM bad_one GROUP BY k, sliding_window({column}, {size}{unit})",
-                f"SELECT * FROM sliding_window_agg(TABLE(bad_one) PARTITION BY k ORDER BY ({column}), {size}, 'count(1) AS n'{unit})",
-                f"SELECT * FROM session_window_agg(TABLE(bad_one) PARTITION BY k ORDER BY ({column}), {size}, 'count(1) AS n'{unit})",
-            ):
-                outcome(lambda: spark.sql(sql))
-    for i, option in enumerate(SQL_OPTIONS):
-        column = ("ts", "t")[i % 2]
+    """sliding_window, sliding_window_agg and session_window_agg with every kind of size, and options on the
+    functions that take them: the oracle's windows of the row at 1 tick, or the error naming the argument."""
+    for size, (column, unit), expected in SQL_SIZES:
+        start, end = ticks("window.start", column), ticks("window.end", column)
+        table_start, table_end = ticks("window_start", column), ticks("window_end", column)
+        table = f"(TABLE(bad_one) PARTITION BY k ORDER BY ({column}), {size}, 'count(1) AS n'{unit})"
+        for sql, function in (
+            (f"SELECT {start}, {end}, count(1) FROM bad_one GROUP BY k, sliding_window({column}, {size}{unit})", "sliding"),
+            (f"SELECT {table_start}, {table_end}, n FROM sliding_window_agg{table}", "sliding"),
+            (f"SELECT {table_start}, {table_end}, n FROM session_window_agg{table}", "session"),
+        ):
+            if isinstance(expected, int):  # a session of one row is [t, t]
+                want = one_row_sliding(1, expected) if function == "sliding" else [(1, 1, 1)]
+            else:
+                want = TABLE_FUNCTION_ERRORS.get(size, expected) if "_agg" in sql else expected
+            assert_outcome(outcome(lambda: spark.sql(sql).collect()), want)
+    for i, (option, column, expected) in enumerate(SQL_OPTIONS):
+        spec, size = TEN_TICKS[column]
+        start, end = ticks("window.start", column), ticks("window.end", column)
         sql = (
-            f"SELECT count(1) FROM bad_one GROUP BY k, windows({column}, 'sliding 10', {option})",
-            f"SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY ({column}), 'sliding 10', 'count(1) AS n', {option})",
-            f"SELECT count(1) FROM bad_one GROUP BY k, sliding_window({column}, 10, {option})",
+            f"SELECT {start}, {end}, count(1) FROM bad_one GROUP BY k, windows({column}, {spec}, {option})",
+            f"SELECT {ticks('window_start', column)}, {ticks('window_end', column)}, n "
+            f"FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY ({column}), {spec}, 'count(1) AS n', {option})",
+            f"SELECT {start}, {end}, count(1) FROM bad_one GROUP BY k, sliding_window({column}, {size}, {option})",
         )[i % 3]
-        outcome(lambda: spark.sql(sql))
+        assert_outcome(outcome(lambda: spark.sql(sql).collect()), one_row_sliding(1, 10) if expected is None else expected)
 
 
 def test_days_overflowing_microseconds_are_an_error(spark, one):
@@ -301,42 +422,55 @@ def test_days_overflowing_microseconds_are_an_error(spark, one):
     assert kind == "error" and "too large" in message, message
 
 
+WINDOW_AGG = "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY ({}), {})"
+NOT_AGGREGATED = "is neither a grouping key nor inside an aggregate function"
+INVALID_QUERY, INVALID_TIME_COLUMN = "WINDOWAGG_INVALID_QUERY", "WINDOWAGG_INVALID_TIME_COLUMN"
+# (query, the error naming its problem)
 MISC_SQL = [
-    "SELECT count(1) FROM bad_one GROUP BY windows(ts)", "SELECT count(1) FROM bad_one GROUP BY windows()",
-    "SELECT count(1) FROM bad_one GROUP BY windows(ts, 'sliding 1 s', 'emit=final', 4)",
-    "SELECT count(1) FROM bad_one GROUP BY windows(ts, NULL)", "SELECT count(1) FROM bad_one GROUP BY windows(ts, 5)",
-    "SELECT count(1) FROM bad_one GROUP BY windows(ts, k)", "SELECT count(1) FROM bad_one GROUP BY windows(NULL, 'sliding 1 s')",
-    "SELECT count(1) FROM bad_one GROUP BY windows(x, 'sliding 1 s')",
-    "SELECT count(1) FROM bad_one GROUP BY windows(CAST(t AS DECIMAL(20,0)), 'sliding 1')",
-    "SELECT windows(ts, 'sliding 1 s') FROM bad_one", "SELECT count(1) FROM bad_one WHERE windows(ts, 'sliding 1 s') IS NULL",
-    "SELECT * FROM window_agg(TABLE(bad_one), 'sliding 1 s', 'count(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', '')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', NULL)",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', 'count(1) AS n FROM bad_one')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', 'v')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', '*')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', 'count(1)); DROP TABLE x; --')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', 'sum(nope) AS s')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts, t), 'sliding 1 s', 'count(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts DESC), 'sliding 1 s', 'count(1) AS n')",
-    "SELECT * FROM window_agg(1, 'sliding 1 s', 'count(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', 'count(1) AS n', 'emit=final', 5)",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'sliding 1 s', 'new_rows(count(1)) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'count 3 rows', 'new_rows(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'count 3 rows', 'new_rows() AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (ts), 'count 3 rows', 'new_rows(new_rows(count(1))) AS n')",
-    "SELECT new_rows(count(1)) FROM bad_one",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (t), 'session gap column x', 'count(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (t), 'session gap column k', 'count(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (t), 'count 3 rows tie break nope', 'count(1) AS n')",
-    "SELECT * FROM window_agg(TABLE(bad_one) PARTITION BY k ORDER BY (t), 'count 3 rows every 10 seconds', 'count(1) AS n')",
+    ("SELECT count(1) FROM bad_one GROUP BY windows(ts)", (INVALID_QUERY, "windows takes (time_column, spec [, options]), got 1 argument")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows()", (INVALID_QUERY, "windows takes", "got 0 argument")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(ts, 'sliding 1 s', 'emit=final', 4)", (INVALID_QUERY, "windows takes", "got 4 argument")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(ts, NULL)", (INVALID_QUERY, "the window spec of windows must be a constant string, got NULL")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(ts, 5)", (INVALID_QUERY, "the window spec of windows must be a constant string, got 5")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(ts, k)", (INVALID_QUERY, "the window spec of windows must be a constant string, got bad_one.k")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(NULL, 'sliding 1 s')", (INVALID_TIME_COLUMN, "time column 'NULL' has type VOID")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(x, 'sliding 1 s')", (INVALID_TIME_COLUMN, "time column 'bad_one.x' has type DOUBLE")),
+    ("SELECT count(1) FROM bad_one GROUP BY windows(CAST(t AS DECIMAL(20,0)), 'sliding 1')", (INVALID_TIME_COLUMN, "has type DECIMAL(20,0)")),
+    ("SELECT windows(ts, 'sliding 1 s') FROM bad_one", (INVALID_QUERY, "can only be used as a grouping key")),
+    ("SELECT count(1) FROM bad_one WHERE windows(ts, 'sliding 1 s') IS NULL", (INVALID_QUERY, "can only be used as a grouping key")),
+    ("SELECT * FROM window_agg(TABLE(bad_one), 'sliding 1 s', 'count(1) AS n')", (INVALID_QUERY, "window_agg needs the time column in ORDER BY")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s'"), (INVALID_QUERY, "window_agg takes 3 or 4 arguments, got 2")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', ''"), (INVALID_QUERY, "cannot parse the aggregate list ''")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', NULL"), (INVALID_QUERY, "aggregates must be a constant string, got NULL")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', 'count(1) AS n FROM bad_one'"),
+     (INVALID_QUERY, "the aggregate list 'count(1) AS n FROM bad_one' must be a plain list of expressions")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', 'v'"), (INVALID_QUERY, "column bad_one.v " + NOT_AGGREGATED)),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', '*'"), (INVALID_QUERY, "column bad_one.t, bad_one.v, bad_one.x", NOT_AGGREGATED)),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', 'count(1)); DROP TABLE x; --'"),
+     (INVALID_QUERY, "cannot parse the aggregate list 'count(1)); DROP TABLE x; --'")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', 'sum(nope) AS s'"), (INVALID_QUERY, "column nope ")),
+    (WINDOW_AGG.format("ts, t", "'sliding 1 s', 'count(1) AS n'"), (INVALID_QUERY, "window_agg needs exactly one time column in ORDER BY, got 2")),
+    (WINDOW_AGG.format("ts DESC", "'sliding 1 s', 'count(1) AS n'"), (INVALID_QUERY, "window_agg orders rows by time ascending; remove DESC")),
+    ("SELECT * FROM window_agg(1, 'sliding 1 s', 'count(1) AS n')",
+     (INVALID_QUERY, "the first argument of window_agg must be a TABLE(...) argument, got 1")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', 'count(1) AS n', 'emit=final', 5"), (INVALID_QUERY, "window_agg takes 3 or 4 arguments, got 5")),
+    (WINDOW_AGG.format("ts", "'sliding 1 s', 'new_rows(count(1)) AS n'"),
+     (INVALID_QUERY, "new_rows(count(1)) is Storm's window view, for Storm's windows")),
+    (WINDOW_AGG.format("ts", "'count 3 rows', 'new_rows(1) AS n'"), (INVALID_QUERY, "new_rows takes an expression of aggregates", "got 1")),
+    (WINDOW_AGG.format("ts", "'count 3 rows', 'new_rows() AS n'"), (INVALID_QUERY, "new_rows takes one aggregate", "got 0 arguments")),
+    (WINDOW_AGG.format("ts", "'count 3 rows', 'new_rows(new_rows(count(1))) AS n'"),
+     (INVALID_QUERY, "not of other views", "got new_rows(count(1))")),
+    ("SELECT new_rows(count(1)) FROM bad_one", (INVALID_QUERY, "can only be used in an aggregation grouped by Storm's windows")),
+    (WINDOW_AGG.format("t", "'session gap column x', 'count(1) AS n'"), (INVALID_TIME_COLUMN, "the gap column 'bad_one.x' has type DOUBLE")),
+    (WINDOW_AGG.format("t", "'session gap column k', 'count(1) AS n'"), (INVALID_TIME_COLUMN, "the gap column 'bad_one.k' has type STRING")),
+    (WINDOW_AGG.format("t", "'count 3 rows tie break nope', 'count(1) AS n'"), ("UNRESOLVED_COLUMN.WITH_SUGGESTION", "`nope` cannot be resolved")),
+    (WINDOW_AGG.format("t", "'count 3 rows every 10 seconds', 'count(1) AS n'"), NEEDS_A_UNIT),
 ]
 
 
 def test_malformed_sql_calls(spark, one):
-    for sql in MISC_SQL:
-        outcome(lambda: spark.sql(sql).collect())
+    for sql, expected in MISC_SQL:
+        assert_refused(outcome(lambda: spark.sql(sql).collect()), *expected)
 
 
 # --- data: empty, one row, times at the ends of each type's range, NaN and infinities ----------------
@@ -426,11 +560,11 @@ def test_one_row_at_the_ends_of_timestamps(spark):
 
 
 def test_empty_data_gives_no_windows(spark, one):
+    """Every valid spec (on the BIGINT column in µs, where each is valid) gives no windows of no rows."""
     for spec in VALID_SPECS:
-        kind, rows = outcome(lambda: spark.sql(
-            f"SELECT * FROM window_agg(TABLE(bad_empty) PARTITION BY k ORDER BY (ts), '{spec.replace(chr(39), chr(39) * 2)}', "
-            "'count(1) AS n, sum(x) AS total')").collect())
-        assert kind == "error" or rows == [], (spec, rows)
+        assert_outcome(outcome(lambda: spark.sql(
+            f"SELECT * FROM window_agg(TABLE(bad_empty) PARTITION BY k ORDER BY (t), '{spec.replace(chr(39), chr(39) * 2)}', "
+            "'count(1) AS n, sum(x) AS total', 'microseconds')").collect()), [])
 
 
 def spark_max(values: List[float]) -> float:
