@@ -3,8 +3,8 @@
 Each case either gives the right result (the oracle's: tests/brute_force.py and docs/semantics.md's
 rules give the windows of one row; empty data gives no windows) or fails with windowagg's own error
 naming the problem: an AnalysisException (the JVM's WindowAggException), a ValueError or TypeError
-from the Python wrapper, or, for a time at the very end of the 64-bit range, a job failure
-carrying windowagg's WindowError. Where a listed case's outcome is known, the test requires
+from the Python wrapper, or, for a row whose windows would reach beyond the 64-bit range, a job
+failure carrying windowagg's WindowError. Where a listed case's outcome is known, the test requires
 it: the oracle's windows, or the error's condition and the words naming the problem. Never a raw JVM
 exception (NullPointerException, ClassCastException, ArithmeticException, NumberFormatException...),
 an internal error, or bounds wrapped into wrong windows. Cases are generated from fixed seeds, so a
@@ -16,6 +16,7 @@ import datetime
 import math
 import random
 import re
+import zoneinfo
 from collections import Counter
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -475,88 +476,161 @@ def test_malformed_sql_calls(spark, one):
 
 # --- data: empty, one row, times at the ends of each type's range, NaN and infinities ----------------
 
-EDGE_DEFINITIONS = [
-    ("sliding", SlidingWindows.of(10), 1),  # the left window [t - 10, t], and none to its right
-    ("session", SessionWindows.withInactivityGap(10), 1),
-    ("tumbling", TimeWindows.of(10), 1),
-    ("hopping", TimeWindows.of(10).advanceBy(5), 2),
-    ("hopping", TimeWindows.of(10).advanceBy(3).withOffset(2), None),
-    ("cumulative", CumulativeWindows.of(LONG_MAX, LONG_MAX), None),
-    ("tumbling", TimeWindows.of(LONG_MAX), None),
-    ("unlimited", UnlimitedWindows.of().startOn(LONG_MIN), None),
-    ("count", CountWindows.of(3), 1),
-    ("count", CountWindows.of(3).every(10), 1),
-    ("duration", DurationWindows.of(10), 1),
-    ("duration", DurationWindows.of(10).every(4), None),
+# the oracle: the windows (start, end) of one row at time t of a column of the given type
+Windows = Callable[[int, str], List[Tuple[int, int]]]
+
+
+def ceiling(t: int, step: int) -> int:
+    """The first multiple of step at or after t."""
+    return -(-t // step) * step
+
+
+def at_row(windows: Callable[[int], List[Tuple[int, int]]]) -> Windows:
+    """The windows of a kind that does not read the calendar: the same for every type of time column."""
+    return lambda t, type_name: windows(t)
+
+
+def storm_duration(length: int, slide: int) -> Windows:
+    """Storm's duration windows (end - length, end] with ends at multiples of the slide, those holding t."""
+    return at_row(lambda t: [(end - length, end) for end in range(ceiling(t, slide), t + length, slide)])
+
+
+def storm_count_every(slide: int) -> Windows:
+    """A count window sliding in time over one row: from the row to the first multiple of the slide at or after it."""
+    return at_row(lambda t: [(t, ceiling(t, slide))])
+
+
+def ending_at_row(length: int) -> Windows:
+    """The left sliding window [t - length, t] of a row alone (no right window without a later row), or
+    Storm's duration window (t - length, t] at the row: the same bounds."""
+    return at_row(lambda t: [(t - length, t)])
+
+
+SINGLE = at_row(lambda t: [(t, t)])  # one row's session, and its count window
+
+EDGE_DEFINITIONS = [  # (definition, the windows of one row at t)
+    (SlidingWindows.of(10), ending_at_row(10)),
+    (SessionWindows.withInactivityGap(10), SINGLE),
+    (TimeWindows.of(10), at_row(bf.time_windows_for(10, 10))),
+    (TimeWindows.of(10).advanceBy(5), at_row(bf.time_windows_for(10, 5))),
+    (TimeWindows.of(10).advanceBy(3).withOffset(2), at_row(bf.time_windows_for(10, 3, 2))),
+    (CumulativeWindows.of(LONG_MAX, LONG_MAX), at_row(bf.cumulative_windows_for(LONG_MAX, LONG_MAX))),
+    (TimeWindows.of(LONG_MAX), at_row(bf.time_windows_for(LONG_MAX, LONG_MAX))),
+    (UnlimitedWindows.of().startOn(LONG_MIN), at_row(lambda t: [(LONG_MIN, LONG_MAX)] if t < LONG_MAX else [])),
+    (CountWindows.of(3), SINGLE),
+    (CountWindows.of(3).every(10), storm_count_every(10)),
+    (DurationWindows.of(10), ending_at_row(10)),
+    (DurationWindows.of(10).every(4), storm_duration(10, 4)),
 ]
 
 
-def windows_per_key(df: Any, column: str, definition: Any) -> Tuple[str, Any]:
-    """Each key's windows (s, e, n in ticks), one key per row of `df`; when a time at the end of the range
-    fails the job, each key is run alone, so the other keys are still checked."""
-    def run(part: Any) -> List[Any]:
-        return (part.groupBy("k", window(column, definition)).agg(F.count("*").alias("n"))
-                .selectExpr("k", f"{ticks('window.start', column)} AS s", f"{ticks('window.end', column)} AS e", "n")
-                .collect())
-
-    kind, rows = outcome(lambda: run(df))
-    if kind == "ok":
-        return "ok", {k: [r for r in rows if r["k"] == k] for k in (r["k"] for r in df.select("k").collect())}
-    if "range of a 64-bit time" not in rows:
-        return kind, rows
-    per_key = {}
+def assert_windows_per_key(df: Any, column: str, type_name: str, definition: Any, windows: Windows) -> None:
+    """One row per key (its time as the key's text), each key's windows (s, e, n in ticks) those of the oracle,
+    counting the row once; a key whose windows would reach beyond the 64-bit range fails with windowagg's range
+    error, run alone (it fails the job of every key with it)."""
+    expected = {}
     for key in [r["k"] for r in df.select("k").collect()]:
-        kind, rows = outcome(lambda: run(df.where(F.col("k") == key)))
-        per_key[key] = rows if kind == "ok" else None
-    return "ok", per_key
+        expected[key] = sorted((start, end, 1) for start, end in windows(int(key), type_name))
+
+    def run(part: Any) -> Tuple[str, Any]:
+        return outcome(lambda: part.groupBy("k", window(column, definition)).agg(F.count("*").alias("n"))
+                       .selectExpr("k", f"{ticks('window.start', column)} AS s", f"{ticks('window.end', column)} AS e", "n")
+                       .collect())
+
+    in_range = [k for k, rows in expected.items() if all(LONG_MIN <= bound <= LONG_MAX for r in rows for bound in r[:2])]
+    kind, rows = run(df.where(F.col("k").isin(in_range)))
+    assert kind == "ok", (definition, rows)
+    got = {key: sorted((r["s"], r["e"], r["n"]) for r in rows if r["k"] == key) for key in in_range}
+    assert got == {key: expected[key] for key in in_range}, definition
+    for key in set(expected) - set(in_range):
+        assert_refused(run(df.where(F.col("k") == key)), "WindowError", "range of a 64-bit time")
 
 
 def test_one_row_at_the_ends_of_bigint_and_tinyint(spark):
     """One row per key at Long.MinValue, -1, 0, Long.MaxValue... (BIGINT, ticks) and at -128, 127 (TINYINT):
-    windows that hold it, counted once, or an error naming the range, never bounds wrapped around the range."""
+    the windows that hold it, counted once, or an error naming the range, never bounds wrapped around the range."""
     for times, cast in (((LONG_MIN, LONG_MIN + 11, 0, LONG_MAX - 11, LONG_MAX), "bigint"),
                         ((-128, 127), "tinyint")):
         df = spark.createDataFrame([(str(t), t) for t in times], "k string, t bigint").select(
             "k", F.col("t").cast(cast).alias("t"))
-        for kind_word, definition, expected in EDGE_DEFINITIONS:
-            kind, per_key = windows_per_key(df, "t", definition)
-            if kind == "ok":
-                for key, rows in per_key.items():
-                    if rows is not None:  # None: windowagg's range error for this time
-                        t = int(key)
-                        single = (0 if t == LONG_MAX else 1) if kind_word == "unlimited" else expected
-                        check_one_row(rows, t, kind_word, single)
+        for definition, windows in EDGE_DEFINITIONS:
+            assert_windows_per_key(df, "t", cast, definition, windows)
+
+
+# --- calendars at the ends of the timestamp range (local dates in years 0 and 10000 included) -----------
+
+EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+CYCLE_DAYS = 146_097  # 400 Gregorian years: dates repeat with this period, which reaches years 0 and 10000
+
+
+def days_since_epoch(year: int, month: int, day: int = 1) -> int:
+    """The day, counted from 1970-01-01, of a date of the proleptic Gregorian calendar (years 0 to 10000)."""
+    shift = 0 if 1 <= year <= 9999 else (400 if year < 1 else -400)
+    return datetime.date(year + shift, month, day).toordinal() - EPOCH_ORDINAL - shift // 400 * CYCLE_DAYS
+
+
+def year_and_month(days: int) -> Tuple[int, int]:
+    """The year and month of a day counted from 1970-01-01."""
+    ordinal = days + EPOCH_ORDINAL
+    shift = 0 if 1 <= ordinal <= datetime.date.max.toordinal() else (1 if ordinal < 1 else -1)
+    date = datetime.date.fromordinal(ordinal + shift * CYCLE_DAYS)
+    return date.year - shift * 400, date.month
+
+
+def utc_offset(zone: str, micros: int) -> int:
+    """The zone's offset (µs) at a time; years Python cannot hold take the nearest day's (no zone changes
+    its offset at the ends of the range). Times are read as local or UTC alike: none is near a change."""
+    days = min(max(micros // DAY_US, days_since_epoch(1, 1, 2)), days_since_epoch(9999, 12, 30))
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(days=days)
+    return zoneinfo.ZoneInfo(zone).utcoffset(moment) // datetime.timedelta(microseconds=1)
+
+
+def calendar_months(months: int, first_month: int = 1, zone: str = "UTC") -> Windows:
+    """The window of `months` calendar months (they start in first_month, first_month + months, ...) holding t,
+    from local midnight to local midnight in `zone` for a TIMESTAMP; a TIMESTAMP_NTZ is a local time already."""
+
+    def windows(t: int, type_name: str) -> List[Tuple[int, int]]:
+        here = zone if type_name == "timestamp" else "UTC"
+        year, month = year_and_month((t + utc_offset(here, t)) // DAY_US)
+        index = year * 12 + month - first_month
+        first = index - index % months + first_month - 1  # months since year 0, of the window's first month
+        bounds = [days_since_epoch(m // 12, m % 12 + 1) * DAY_US for m in (first, first + months)]
+        return [tuple(b - utc_offset(here, b) for b in bounds)]
+
+    return windows
+
+
+HUGE_US = HUGE // datetime.timedelta(microseconds=1)
+UNLIMITED_END = days_since_epoch(9999, 12, 31) * DAY_US  # 9999-12-31T00:00:00Z
+TIMESTAMP_DEFINITIONS = [  # (definition, the windows of one row at t, whether it reads the calendar)
+    # the longest sizes a timestamp can take: 106751991 days is about Long.MaxValue µs (as text a duration is
+    # at most Long.MaxValue ns, about 292 years, so these are timedeltas)
+    (SlidingWindows.of(HUGE), ending_at_row(HUGE_US), False),
+    (SlidingWindows.of("1 day"), ending_at_row(DAY_US), False),
+    (SessionWindows.withInactivityGap(HUGE), SINGLE, False),
+    (TimeWindows.of("1 day"), at_row(bf.time_windows_for(DAY_US, DAY_US)), True),
+    (TimeWindows.of(HUGE).advanceBy(HUGE / 2), at_row(bf.time_windows_for(HUGE_US, HUGE_US // 2)), False),
+    (CumulativeWindows.of("1 hour", "1 day"), at_row(bf.cumulative_windows_for(DAY_US // 24, DAY_US)), False),
+    (CalendarWindows.years(1), calendar_months(12), True),
+    (CalendarWindows.months(1).inZone("Pacific/Kiritimati"), calendar_months(1, zone="Pacific/Kiritimati"), True),
+    (UnlimitedWindows.of(), at_row(lambda t: [(0, UNLIMITED_END)] if 0 <= t < UNLIMITED_END else []), True),
+    (CountWindows.of(3).every("1 day"), storm_count_every(DAY_US), False),
+    (DurationWindows.of(HUGE), ending_at_row(HUGE_US), False),
+    (DurationWindows.tumbling(HUGE), storm_duration(HUGE_US, HUGE_US), False),
+    (CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2), calendar_months(3, first_month=2), True),
+]
 
 
 def test_one_row_at_the_ends_of_timestamps(spark):
     """TIMESTAMP and TIMESTAMP_NTZ at 0001-01-01 and 9999-12-31 23:59:59.999999 through every kind."""
-    definitions = [
-        # the longest sizes a timestamp can take: 106751991 days is Long.MaxValue µs (as text a duration is
-        # at most Long.MaxValue ns, about 292 years, so these are timedeltas)
-        ("sliding", SlidingWindows.of(HUGE), 1), ("sliding", SlidingWindows.of("1 day"), 1),
-        ("session", SessionWindows.withInactivityGap(HUGE), 1), ("tumbling", TimeWindows.of("1 day"), 1),
-        ("hopping", TimeWindows.of(HUGE).advanceBy(HUGE / 2), None),
-        ("cumulative", CumulativeWindows.of("1 hour", "1 day"), None), ("calendar", CalendarWindows.years(1), 1),
-        ("calendar", CalendarWindows.months(1).inZone("Pacific/Kiritimati"), 1), ("unlimited", UnlimitedWindows.of(), None),
-        ("count", CountWindows.of(3).every("1 day"), 1), ("duration", DurationWindows.of(HUGE), 1),
-        ("duration", DurationWindows.tumbling(HUGE), 1),
-        ("custom", CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2), 1),
-    ]
     times = (TS_MIN, TS_MIN + 1, 0, TS_MAX - 1, TS_MAX)
     for type_name in ("timestamp", "timestamp_ntz"):
         df = spark.createDataFrame([(str(t), t) for t in times], "k string, t bigint").select(
             "k", F.timestamp_micros("t").cast(type_name).alias("ts"))
-        for kind_word, definition, expected in definitions:
-            if type_name == "timestamp_ntz" and kind_word not in ("calendar", "unlimited", "custom", "tumbling"):
+        for definition, windows, reads_the_calendar in TIMESTAMP_DEFINITIONS:
+            if type_name == "timestamp_ntz" and not reads_the_calendar:
                 continue  # TIMESTAMP_NTZ differs in the zone only: the kinds that read the calendar
-            kind, per_key = windows_per_key(df, "ts", definition)
-            if kind == "ok":
-                for key, rows in per_key.items():
-                    if rows is not None:
-                        t = int(key)
-                        # unlimited windows are [epoch, 9999-12-31T00:00:00Z): other rows are in none (and counted)
-                        single = (1 if 0 <= t < TS_MAX - 86_400_000_000 + 1 else 0) if kind_word == "unlimited" else expected
-                        check_one_row(rows, t, kind_word, single)
+            assert_windows_per_key(df, "ts", type_name, definition, windows)
 
 
 def test_empty_data_gives_no_windows(spark, one):
