@@ -97,10 +97,19 @@ def describe_difference(got: collections.Counter, expected: collections.Counter)
 
 
 def observed(query: Any, field: str) -> int:
-    """The sum over the query's progress reports of a field of the observed metrics "windowagg"."""
+    """The sum over the query's progress reports of a field of the observed metrics "windowagg".
+
+    Every micro-batch that read rows must report the field: a check such as ``observed(q, "late_rows") == 0``
+    must fail when the metrics are not published, not pass on a sum of nothing."""
+    progress = query.recentProgress
+    read_rows = [p for p in progress if p["numInputRows"] > 0]
+    assert read_rows, f"the query read no rows, so no micro-batch can have reported windowagg.{field}"
     total = 0
-    for progress in query.recentProgress:
-        metrics = (progress.get("observedMetrics") or {}).get("windowagg")
-        if metrics is not None:
-            total += int(metrics[field])
+    for report in progress:
+        metrics = (report.get("observedMetrics") or {}).get("windowagg")
+        if metrics is None and report["numInputRows"] == 0:
+            continue  # a micro-batch without data may report none
+        fields = metrics.asDict() if metrics is not None else {}
+        assert field in fields, f"micro-batch {report['batchId']} did not report windowagg.{field}: {report.get('observedMetrics')}"
+        total += int(fields[field])
     return total
