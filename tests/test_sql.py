@@ -1,6 +1,9 @@
 """SQL: the grouping function sliding_window(...) and the table function sliding_window_agg(...)."""
 
+import collections
+
 import pytest
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -104,14 +107,46 @@ def test_group_by_several_keys_in_sql(spark, events):
     check(result, events, "ts", ["user", "region"], "s", "e")
 
 
+def sliding_reference(spark, rows):
+    """The oracle's sliding windows of 10 minutes per user."""
+    windows = oracle(rows, "ts", ["user"])
+    return collections.Counter((user, start, end, len(m)) for ((user,), start, end), m in windows.items())
+
+
+def session_reference(spark, rows):
+    """Spark's session_window, gap 10 minutes, its bounds as windowagg's [first, last] (docs/semantics.md)."""
+    timed = spark.table("events").where("ts IS NOT NULL")
+    sessions = timed.groupBy("user", F.session_window("ts", "10 minutes")).agg(
+        F.unix_micros(F.min("ts")), F.unix_micros(F.max("ts")), F.count("*"))
+    return collections.Counter(tuple(r) for r in sessions.drop("session_window").collect())
+
+
+def count_reference(spark, rows):
+    """Spark's frame ROWS BETWEEN 2 PRECEDING AND CURRENT ROW at every row with a time: from the first row's time
+    to the row's, and how many rows (neither depends on how rows of equal times are ordered)."""
+    frame = Window.partitionBy("user").orderBy("ts").rowsBetween(-2, Window.currentRow)
+    windows = spark.table("events").where("ts IS NOT NULL").select(
+        "user", F.unix_micros(F.min("ts").over(frame)).alias("start"), F.unix_micros("ts").alias("end"),
+        F.count("*").over(frame).alias("n"))
+    return collections.Counter(tuple(r) for r in windows.collect())
+
+
 @pytest.mark.parametrize(
-    "grouping",
-    ["sliding_window(ts, INTERVAL '10' MINUTE)", "windows(ts, 'session gap 10 minutes')", "windows(ts, 'count 3 rows')"],
+    "grouping, reference",
+    [
+        ("sliding_window(ts, INTERVAL '10' MINUTE)", sliding_reference),
+        ("windows(ts, 'session gap 10 minutes')", session_reference),
+        ("windows(ts, 'count 3 rows')", count_reference),
+    ],
+    ids=["sliding", "session", "count"],
 )
-def test_grouping_functions_given_as_expressions_give_a_column_named_window(spark, events, grouping):
+def test_grouping_functions_given_as_expressions_give_a_column_named_window(spark, events, grouping, reference):
     result = spark.table("events").groupBy("user", F.expr(grouping)).count()
     assert result.columns == ["user", "window", "count"]
-    assert result.select("window.start", "window.end").count() > 0
+    got = result.select("user", F.unix_micros("window.start"), F.unix_micros("window.end"), "count").collect()
+    expected = reference(spark, events)
+    assert len(expected) >= 20  # several windows of each user
+    assert collections.Counter(tuple(r) for r in got) == expected
 
 
 @pytest.mark.parametrize(
