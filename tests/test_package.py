@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
 import windowagg
 from conftest import child_env
@@ -122,13 +123,28 @@ def test_session_returns_the_running_windowagg_session(spark):
 
 
 @pytest.mark.parametrize(
-    "size",
-    ["10 minutes", "1 hour 30 minutes", "250ms", datetime.timedelta(seconds=90), 10_000, 2**40],
+    "size, ticks",
+    [
+        ("10 minutes", 600_000_000),
+        ("1 hour 30 minutes", 5_400_000_000),
+        ("250ms", 250_000),
+        (datetime.timedelta(seconds=90), 90_000_000),
+        (10_000, 10_000),  # ticks of an integral time column
+        (2**40, 2**40),
+    ],
 )
-def test_valid_sizes(spark, size):
+def test_valid_sizes(spark, size, ticks):
+    """A row's left window is [t - size, t]: durations in µs of a TIMESTAMP, integers in ticks of a BIGINT."""
     definition = SlidingWindows.of(size)
     assert isinstance(definition, windowagg.WindowDefinition)
-    assert definition._java_definition() is not None
+    t = 2**41
+    row = spark.createDataFrame([(t,)], "t bigint")
+    if isinstance(size, int):
+        windows = row.groupBy(windowagg.window("t", definition)).count().select("window.start", "window.end")
+    else:
+        windows = row.groupBy(windowagg.window(F.timestamp_micros("t"), definition)).count().select(
+            F.unix_micros("window.start"), F.unix_micros("window.end"))
+    assert [tuple(r) for r in windows.collect()] == [(t - ticks, t)]
 
 
 @pytest.mark.parametrize(
@@ -207,8 +223,6 @@ def test_sizes_of_other_types_raise_type_error(size):
 def test_window_returns_a_column(spark):
     col = windowagg.window("ts", SlidingWindows.of("10 minutes"))
     assert isinstance(col, Column)
-    from pyspark.sql import functions as F
-
     assert isinstance(windowagg.window(F.col("ts"), SlidingWindows.of(5), time_unit="seconds"), Column)
 
 
