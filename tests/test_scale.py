@@ -6,6 +6,7 @@ default 1 GiB heap; the operator must stream the key through Spark's spilling so
 WINDOWAGG_SCALE_REPORT=path.jsonl keeps the state and heap samples of the streaming runs.
 """
 
+import datetime
 import os
 
 import pytest
@@ -16,6 +17,7 @@ from windowagg import CountWindows, SessionWindows, SlidingWindows, metrics, win
 pytestmark = pytest.mark.skipif(
     os.environ.get("WINDOWAGG_SCALE_TESTS") != "1", reason="scale run: set WINDOWAGG_SCALE_TESTS=1"
 )
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def test_one_key_with_20_million_rows_in_the_default_driver(spark):
@@ -34,10 +36,11 @@ def test_one_key_with_20_million_rows_in_the_default_driver(spark):
     assert metrics(stats)["inputRows"] == rows
 
 
-def run_rate_stream(spark, query_of, batches, rows_per_batch, every=100):
+def run_rate_stream(spark, query_of, batches, rows_per_batch, every=100, foreach_batch=None, reports=None):
     """Runs `query_of(rate stream)` over `batches` micro-batches of Spark's rate-micro-batch source
-    (row i has value i) into the no-op sink; samples the state and the driver's heap every `every`
-    micro-batches. Returns [(batch, state rows, state bytes, heap bytes)]."""
+    (row i has value i) into the no-op sink, or `foreach_batch`; samples the state and the driver's heap
+    every `every` micro-batches. Returns [(batch, state rows, state bytes, heap bytes)], and fills the list
+    `reports` with the query's progress reports."""
     import time
 
     stream = (
@@ -46,7 +49,8 @@ def run_rate_stream(spark, query_of, batches, rows_per_batch, every=100):
         .option("numPartitions", 2)
         .load()
     )
-    query = query_of(stream).writeStream.format("noop").outputMode("append").start()
+    writer = query_of(stream).writeStream.outputMode("append")
+    query = (writer.foreachBatch(foreach_batch) if foreach_batch else writer.format("noop")).start()
     runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
     samples, next_sample = [], every
     try:
@@ -65,6 +69,8 @@ def run_rate_stream(spark, query_of, batches, rows_per_batch, every=100):
             next_sample += every
     finally:
         query.stop()
+        if reports is not None:
+            reports.extend(query.recentProgress)
     return samples
 
 
@@ -105,6 +111,25 @@ def test_1000_micro_batches_over_a_moving_key_space_keep_state_and_heap_flat(spa
     assert heaps[-1] <= 2 * heaps[0] + (128 << 20), f"{kind}: heap grows: {heaps}"
 
 
+def emitted_figures(windows):
+    """A micro-batch's windows (start and end in µs, n rows) as figures the test can check whole: per kind of
+    window, how many, how many distinct, the first and last millisecond they are at; and how many are not
+    what the input makes them. Ten rows at every millisecond from 0 on make the left window of millisecond m,
+    [m - 1 s, m], hold 10 (min(m, 1000) + 1) rows, and its right window, [m + 1 µs, m + 1 µs + 1 s], once
+    final, the ten rows of each of the 1000 milliseconds after m."""
+    w = windows.select(F.unix_micros("window.start").alias("s"), F.unix_micros("window.end").alias("e"), "n")
+    left = F.col("s") % 1000 == 0  # a left window starts at a whole millisecond, a right one 1 µs after one
+    m = F.when(left, F.expr("e div 1000")).otherwise(F.expr("(s - 1) div 1000"))
+    expected_n = F.when(left, 10 * (F.least(m, F.lit(1000)) + 1)).otherwise(10_000)
+    figures = []
+    for name, kind in (("left", left), ("right", ~left)):
+        at = F.when(kind, m)
+        figures += [F.count(at).alias(f"{name}_count"), F.count_distinct(at).alias(f"{name}_distinct"),
+                    F.min(at).alias(f"{name}_first"), F.max(at).alias(f"{name}_last")]
+    wrong = (F.col("e") - F.col("s") != 1_000_000) | (F.col("n") != expected_n)
+    return w.agg(*figures, F.count_if(wrong).alias("wrong")).first().asDict()
+
+
 def test_streaming_one_key_with_20_million_rows_in_the_default_driver(spark):
     assert spark.sparkContext.getConf().get("spark.driver.memory", "1g") == "1g"
 
@@ -115,9 +140,29 @@ def test_streaming_one_key_with_20_million_rows_in_the_default_driver(spark):
             F.count("*").alias("n")
         )
 
-    samples = run_rate_stream(spark, windowed, batches=20, rows_per_batch=1_000_000, every=5)
+    figures, reports = {}, []
+    samples = run_rate_stream(spark, windowed, batches=20, rows_per_batch=1_000_000, every=5, reports=reports,
+                              foreach_batch=lambda windows, batch: figures.update({batch: emitted_figures(windows)}))
     report("one key, 20M rows", "sliding", samples)
     assert samples[-1][0] >= 20
+    # the micro-batches that completed (the last one may have been stopped), in order: each emitted what
+    # its watermark made final, every window once, each holding the rows the input puts in it
+    done = [p for p in reports if p["batchId"] in figures]
+    assert len(done) >= 20 and [p["batchId"] for p in done] == list(range(len(done)))
+    for name, end_offset in (("left", 0), ("right", 1_000_001)):
+        emitted_through = -1  # the last millisecond of this kind's windows emitted so far
+        for p in done:
+            f = figures[p["batchId"]]
+            assert f["wrong"] == 0, (p["batchId"], f)
+            if f[f"{name}_count"]:
+                assert f[f"{name}_first"] == emitted_through + 1, (name, p["batchId"], f)
+                assert f[f"{name}_count"] == f[f"{name}_distinct"] == f[f"{name}_last"] - emitted_through, (name, f)
+                emitted_through = f[f"{name}_last"]
+            # final: the windows whose end is behind the micro-batch's watermark
+            watermark = datetime.datetime.fromisoformat(p["eventTime"]["watermark"]) - EPOCH
+            final_through = (watermark // datetime.timedelta(microseconds=1) - end_offset - 1) // 1000
+            assert emitted_through == max(final_through, -1), (name, p["batchId"], p["eventTime"], f)
+    assert emitted_through > 17 * 100_000  # ms: the windows of 17 of the 20 micro-batches' 100 s of event time at least
 
 
 def report(run, kind, samples):
