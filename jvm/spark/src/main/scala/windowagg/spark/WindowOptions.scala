@@ -45,16 +45,16 @@ object WindowOptions {
    * the bad one, and an option given twice, whose second value would silently win.
    */
   def from(pairs: Iterable[(String, String)]): WindowOptions = {
-    val given = pairs.toSeq.map { case (key, v) =>
+    val named = pairs.toSeq.map { case (key, v) =>
       val k = Option(key).map(_.trim).getOrElse(throw WindowAggException(WindowAggError.INVALID_OPTION, "a window option's name must not be null"))
       val canonical = Keys.find(_.equalsIgnoreCase(k.replace("_", ""))).getOrElse(k)
       (canonical, k, v)
     }
-    given.groupBy(_._1).collectFirst { case (name, same) if same.length > 1 =>
+    named.groupBy(_._1).collectFirst { case (name, same) if same.length > 1 =>
       throw WindowAggException(WindowAggError.INVALID_OPTION,
         s"window option '$name' is given ${same.length} times (${same.map { case (_, k, v) => s"$k=$v" }.mkString(", ")}): give it once")
     }
-    given.foldLeft(WindowOptions()) { case (o, (_, k, v)) => withOption(o, k, v) }
+    named.foldLeft(WindowOptions()) { case (o, (_, k, v)) => withOption(o, k, v) }
   }
 
   private def withOption(o: WindowOptions, k: String, v: String): WindowOptions = {
