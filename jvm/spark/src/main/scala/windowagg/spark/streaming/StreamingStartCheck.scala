@@ -82,9 +82,10 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
         // grouped by key as the checkpoint is, unless already (the rule runs until the plan stays the same)
         val byKey = aggregations.zip(keyings).collect { case ((t, p), StateKeying.ByKey) if p.spec.keying != StateKeying.ByKey => t }
         if (byKey.isEmpty) plan
-        else write.copy(inputQuery = write.inputQuery.transform {
+        // withNewChildren, not copy: the statement's fields differ between Spark lines
+        else write.withNewChildren(Seq(write.inputQuery.transform {
           case t: TransformWithState if byKey.exists(_ eq t) => StreamingWindowPlanner.groupedByKey(session, t)
-        })
+        }))
       }
     case _ => plan
   }
