@@ -485,33 +485,29 @@ def real_time_failure(streaming, tmp_path, definition):
     return str(info.value)
 
 
-@pytest.mark.skipif(not pyspark.__version__.startswith(("4.1.", "4.2.")),
-                    reason="Spark 4.3 runs windowagg in real-time mode: test_kafka.py's real-time tests")
-def test_real_time_mode_before_spark_4_3_stops_with_windowaggs_message(streaming, tmp_path):
+def test_real_time_mode_stops_what_this_spark_cannot_run_with_windowaggs_message(streaming, tmp_path):
     """Spark 4.1 and 4.2 run only stateless queries in real-time mode: a windowagg query there stops as
-    its first batch is planned, naming the requirement, not with Spark's allowlist of operators."""
-    message = real_time_failure(streaming, tmp_path, SlidingWindows.of("10 seconds").grace("1 second"))
-    assert "real-time mode" in message and "from Spark 4.3 on" in message, message
-    assert f"this is Spark {pyspark.__version__}" in message, message
-    assert "ALLOWLIST" not in message, message
-
-
-@pytest.mark.skipif(pyspark.__version__.startswith(("4.1.", "4.2.")),
-                    reason="real-time mode runs no windowagg query before Spark 4.3 (the test above)")
-def test_python_windows_in_real_time_mode_stop_with_windowaggs_message(streaming, tmp_path):
-    """Real-time mode runs no Python function: PythonWindows there stops as the first batch is
-    planned, saying what lists windows in that mode, not with Spark's allowlist naming its Python
-    operator."""
+    its first batch is planned, naming the requirement. From 4.3 on (test_kafka.py's real-time tests)
+    real-time mode runs windowagg but no Python function: PythonWindows stops, saying what lists
+    windows in that mode. Never with Spark's allowlist of operators."""
     import pandas as pd
 
     def minutes(times):
         start = times.dt.floor("1min")
         return pd.DataFrame({"start": start, "end": start + pd.Timedelta("1min")})
 
-    definition = PythonWindows.of(minutes, "1 minute", overlapping=False).grace("1 second")
-    message = real_time_failure(streaming, tmp_path, definition)
-    assert "real-time mode runs no Python function" in message and "TableWindows" in message, message
-    assert "ALLOWLIST" not in message, message
+    python_windows = PythonWindows.of(minutes, "1 minute", overlapping=False).grace("1 second")
+    if pyspark.__version__.startswith(("4.1.", "4.2.")):
+        definitions = {"sliding": SlidingWindows.of("10 seconds").grace("1 second"), "python": python_windows}
+        for name, definition in definitions.items():
+            message = real_time_failure(streaming, tmp_path / name, definition)
+            assert "real-time mode" in message and "from Spark 4.3 on" in message, message
+            assert f"this is Spark {pyspark.__version__}" in message, message
+            assert "ALLOWLIST" not in message, message
+    else:
+        message = real_time_failure(streaming, tmp_path, python_windows)
+        assert "real-time mode runs no Python function" in message and "TableWindows" in message, message
+        assert "ALLOWLIST" not in message, message
 
 
 @pytest.mark.parametrize(
