@@ -795,14 +795,19 @@ def observations(res: dict) -> list[str]:
     u, n = up["upgraded"], up["native"]
     keys = w["keys"]
     out = []
-    extra_ms = u["first_ms"] - n["first_ms"]
-    extra_cpu = None if None in (u["first_cpu_s"], n["first_cpu_s"]) else u["first_cpu_s"] - n["first_cpu_s"]
-    out.append(f"**The conversion** adds {extra_ms:,.0f} ms to the first micro-batch after the upgrade "
-               f"({u['first_ms']:,.0f} against {n['first_ms']:,.0f} ms), {extra_ms * 1000 / keys:,.1f} µs per key "
-               "converted"
-               + ("" if extra_cpu is None else
-                  f"; in CPU time {extra_cpu:,.1f} s, {extra_cpu * 1e6 / keys:,.1f} µs per key")
-               + ". It is paid once: each key is converted the first time a micro-batch reads it.")
+    # the conversion alone: the upgraded query's first micro-batch converts every key, its later ones none,
+    # and all of them run grouped by key; the difference with the native query is that grouping
+    conversion_ms = u["first_ms"] - u["later_ms"]
+    conversion_cpu = None if None in (u["first_cpu_s"], u["later_cpu_s"]) else u["first_cpu_s"] - u["later_cpu_s"]
+    share = conversion_ms / u["later_ms"]
+    cost = ("within a micro-batch's noise" if abs(share) < 0.1 else
+            f"{conversion_ms:,.0f} ms, {conversion_ms * 1000 / keys:,.1f} µs per key"
+            + ("" if conversion_cpu is None else f" ({conversion_cpu:,.1f} s of CPU)"))
+    out.append(f"**The conversion** costs {cost}: the upgraded query's first micro-batch, which converts every key, "
+               f"took {u['first_ms']:,.0f} ms, {share:+.0%} against its later ones ({u['later_ms']:,.0f} ms), which "
+               "convert none. It is paid once: each key is converted the first time a micro-batch reads it. What "
+               f"makes the upgraded query's first micro-batch {up['ratio_first']:.2f}× the native one's is its "
+               "grouping by key, below.")
 
     def timers(variant):
         regs, dels = [], []
