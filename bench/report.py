@@ -33,7 +33,7 @@ sys.path.insert(0, str(BENCH_DIR))
 
 # the "benchmark" field of a results file -> the script that renders its page
 SCRIPTS = ["sliding_batch", "aligned_batch", "count_batch", "table_windows", "table_windows_per_key", "python_windows",
-           "sliding_streaming", "sessions", "kafka_compare", "nexmark_bench", "latency"]
+           "sliding_streaming", "sessions", "kafka_compare", "nexmark_bench", "latency", "state_upgrade"]
 
 
 # ------------------------------------------------------------------------------ page pieces
