@@ -49,8 +49,8 @@ records wall time, own CPU (Python + driver JVM), the CPU other processes took (
 its stages wrote to the shuffle (Spark's task metrics); runs where others took more than --contended
 cores are marked contended.
 
-Run from the repository root:   bench/run-aligned --quick     (~200k rows, a few minutes)
-                                bench/run-aligned             (full: 2M rows; see bench/README.md)
+Run from the repository root:   bench/run aligned --quick     (~200k rows, a few minutes)
+                                bench/run aligned             (full: 2M rows; see bench/README.md)
 Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-fused.json
                                 (several files: later files' sections replace/add to the first's,
                                 each section shown with its own run time and git commit)

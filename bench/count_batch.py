@@ -47,8 +47,8 @@ The page, docs/benchmarks-count.md: all of its prose (headings, method, explanat
 to reproduce) is bench/count_batch_notes.md, a template with {{placeholders}}; render() fills them with
 the numbers and tables of a results file (report.render_page) and draws the plot.
 
-Run from the repository root:   bench/run-count --quick     (200k rows, 50 keys, a few minutes)
-                                bench/run-count             (full: 4M rows, 1000 keys; renders the docs)
+Run from the repository root:   bench/run count --quick     (200k rows, 50 keys, a few minutes)
+                                bench/run count             (full: 4M rows, 1000 keys; renders the docs)
 Re-render the report:           .venv/bin/python bench/count_batch.py --report bench/results/count_batch-full.json
 """
 from __future__ import annotations

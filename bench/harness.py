@@ -2,8 +2,9 @@
 
   flags       add_session_args, add_contention_args, add_output_args: the flags the benchmarks share;
               defaults(a, name=(full, quick)): sizes that depend on --quick; subset(): a checked list
-  session     build_session (the windowagg jar as a private copy, the extension, RocksDB state for
-              streaming), start (session + the results' header: git, args, config, machine), stop
+  session     windowagg_jar (the one jar of every benchmark), build_session (that jar as a private
+              copy, the extension, RocksDB state for streaming), start (session + the results'
+              header: git, args, config, machine), stop
   metadata    machine_info, git_rev, jar_info, loadavg, conf_value, segment_tree_conf, plan_of
   CPU         CpuMeter: CPU of this benchmark's processes and of all others, from /proc;
               wait_quiet: wait for a quiet machine; CpuProfile + profile_samples: async-profiler in
@@ -168,14 +169,20 @@ def maven_classpath(project: Path, build: bool = True) -> str:
     return f"{classes}:{cp_file.read_text().strip()}"
 
 
-def jar_path(use_tmp_jar: bool = True) -> str | None:
-    """$WINDOWAGG_JAR, else (with use_tmp_jar) /tmp/windowagg-latest.jar when it exists; None means:
-    the installed windowagg package's jar."""
-    p = os.environ.get("WINDOWAGG_JAR")
-    if p or not use_tmp_jar:
-        return p
-    default = Path("/tmp/windowagg-latest.jar")
-    return str(default) if default.exists() else None
+def windowagg_jar() -> str | None:
+    """The windowagg jar of every benchmark: $WINDOWAGG_JAR when set, else the one inside this checkout's
+    windowagg package (dev/package builds it and installs the package; bench/run puts python/ first on
+    PYTHONPATH), both through windowagg.jar_path. Never /tmp/windowagg-latest.jar: it may be another
+    checkout's build. None when there is none."""
+    try:
+        import windowagg
+    except ImportError:  # a script run without bench/run, and without the package
+        return os.environ.get("WINDOWAGG_JAR")
+    try:
+        return windowagg.jar_path()
+    except FileNotFoundError as e:
+        log(f"no windowagg jar (run dev/package, or set WINDOWAGG_JAR): {e}")
+        return None
 
 
 def _private_copy(src: Path, stem: str) -> str:
@@ -193,7 +200,7 @@ def _private_copy(src: Path, stem: str) -> str:
 
 def build_session(app_name: str, *, master: str = "local[2]", shuffle_partitions: int = 4,
                   driver_memory: str = "8g", aqe_coalesce: bool = False, ui: bool = False,
-                  streaming: bool = False, use_tmp_jar: bool = True, extra: dict | None = None):
+                  streaming: bool = False, extra: dict | None = None):
     """A classic SparkSession with windowagg's jar and extension (through windowagg.session when the
     package is installed, else spark.jars + spark.sql.extensions), `master`, `shuffle_partitions`
     reduce tasks with AQE coalescing off (unless `aqe_coalesce`), UTC session time zone, no UI; with
@@ -213,34 +220,27 @@ def build_session(app_name: str, *, master: str = "local[2]", shuffle_partitions
         conf["spark.sql.streaming.stateStore.providerClass"] = ROCKSDB
         conf["spark.sql.streaming.numRecentProgressUpdates"] = "100000"
     conf.update(extra or {})
-    jar = jar_path(use_tmp_jar)
-    stem = app_name.replace("windowagg-bench-", "")
+    jar = windowagg_jar()
+    if jar:
+        jar = _private_copy(Path(jar), app_name.replace("windowagg-bench-", ""))
+        os.environ["WINDOWAGG_JAR"] = jar  # what windowagg.session and jar_info take
     try:
         import windowagg
-        if not jar:
-            try:
-                jar = windowagg.jar_path()
-            except FileNotFoundError as e:
-                log(f"windowagg package has no jar: {e}")
-                jar = None
-        if jar:
-            os.environ["WINDOWAGG_JAR"] = _private_copy(Path(jar), stem)
-            log(f"session through windowagg.session (package at {Path(windowagg.__file__).parent}, "
-                f"jar {JAR_SOURCE['path']}, private copy {os.environ['WINDOWAGG_JAR']})")
-            return windowagg.session(app_name=app_name, master=master, config=conf)
     except ImportError:
-        pass
+        windowagg = None
+    if jar and windowagg:
+        log(f"session through windowagg.session (package at {Path(windowagg.__file__).parent}, "
+            f"jar {JAR_SOURCE['path']}, private copy {jar})")
+        return windowagg.session(app_name=app_name, master=master, config=conf)
     from pyspark.sql import SparkSession
     b = SparkSession.builder.appName(app_name).master(master)
     for k, v in conf.items():
         b = b.config(k, v)
     if jar:
-        jar = _private_copy(Path(jar), stem)
-        os.environ["WINDOWAGG_JAR"] = jar
         log(f"python package windowagg not installed: session with spark.jars={jar}")
         b = b.config("spark.jars", jar).config("spark.sql.extensions", "windowagg.spark.WindowAggExtensions")
     else:
-        log("no windowagg jar (set WINDOWAGG_JAR): windowagg competitors will be skipped")
+        log("no windowagg jar: windowagg competitors will be skipped")
     return b.getOrCreate()
 
 
@@ -270,14 +270,13 @@ def stream_config(a, spark) -> dict:
 
 
 def start(a, app_name: str, benchmark: str, *, config: Callable[[object, object], dict] = batch_config,
-          streaming: bool = False, use_tmp_jar: bool = False, log_level: str = "FATAL",
+          streaming: bool = False, log_level: str = "FATAL",
           require_windowagg: bool = True, **session):
     """The session and the results' header (benchmark, start time, git, args, config, machine), or
     (spark, None) when windowagg cannot be loaded and `require_windowagg`. `config(a, spark)` gives
-    the recorded settings, to which the jar's description is added. With use_tmp_jar=False (the
-    default) /tmp/windowagg-latest.jar is not looked at: it may be another checkout's build."""
+    the recorded settings, to which the jar's description (windowagg_jar's) is added."""
     spark = build_session(app_name, master=a.master, shuffle_partitions=a.shuffle_partitions,
-                          driver_memory=a.driver_memory, streaming=streaming, use_tmp_jar=use_tmp_jar,
+                          driver_memory=a.driver_memory, streaming=streaming,
                           extra=extra_conf(a), **session)
     spark.sparkContext.setLogLevel(log_level)  # FATAL: cancelled runs log stack traces at ERROR
     if require_windowagg and not windowagg_loadable(spark):

@@ -41,8 +41,8 @@ and docs/img/kafka_compare.png. The page's prose is bench/kafka_compare_notes.md
 and {{#name}} blocks for the paragraphs only some results call for. Re-render from a results file:
 --report bench/results/....json
 
-Run from the repository root:  bench/run-kafka-compare --quick   (smoke run: 50k events, 10 keys)
-                               bench/run-kafka-compare           (full run: 300k events, 1000 keys)
+Run from the repository root:  bench/run kafka-compare --quick   (smoke run: 50k events, 10 keys)
+                               bench/run kafka-compare           (full run: 300k events, 1000 keys)
 """
 from __future__ import annotations
 
@@ -608,7 +608,7 @@ def main(argv=None) -> int:
     log(f"events={a.events:,} keys={a.keys} files={a.files} kinds={a.kinds} stores={a.stores} S={a.size}s "
         f"gap={GAP_S}s grace={a.grace}s reps={a.reps} master={a.master} work={work}")
     spark, res = harness.start(a, "windowagg-bench-kafka-compare", "kafka_compare", config=harness.stream_config,
-                               streaming=True, use_tmp_jar=True, log_level="ERROR")
+                               streaming=True, log_level="ERROR")
     if res is None:
         return 1
     meter = harness.CpuMeter(spark)

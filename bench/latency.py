@@ -51,8 +51,8 @@ other processes took more than --contended cores is marked contended).
 Results: bench/results/latency-<tag>.json; a full run (or --docs DIR) renders DIR/benchmarks-latency.md and
 DIR/img/latency.png (DIR: docs/ by default) from bench/latency_notes.md. Re-render: --report JSON [--docs DIR].
 
-Run from the repository root:  bench/run-latency --quick   (1k and 10k events/s, 20 s each, sliding windows only)
-                               bench/run-latency           (everything, about 30 minutes)
+Run from the repository root:  bench/run latency --quick   (1k and 10k events/s, 20 s each, sliding windows only)
+                               bench/run latency           (everything, about 30 minutes)
 """
 from __future__ import annotations
 
@@ -773,7 +773,7 @@ def main(argv=None) -> int:
     conf = {"spark.jars": ",".join(kafka_broker.connector_jars()), "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1", **harness.extra_conf(a)}
     spark = harness.build_session("windowagg-bench-latency", master=a.master, shuffle_partitions=a.shuffle_partitions,
-                                  driver_memory=a.driver_memory, streaming=True, use_tmp_jar=False, extra=conf)
+                                  driver_memory=a.driver_memory, streaming=True, extra=conf)
     spark.sparkContext.setLogLevel("FATAL")  # a real-time query logs its stop as errors
     res = {"benchmark": "latency", "started": harness.now(), "finished": None, "git_rev": harness.git_rev(),
            "args": dict(vars(a)),

@@ -72,8 +72,8 @@ Cells:
 Results: bench/results/nexmark-<tag>.json; a full run (or --docs) renders docs/benchmarks-nexmark.md and
 docs/img/nexmark.png from bench/nexmark_bench_notes.md. Re-render: --report bench/results/nexmark-<tag>.json
 
-Run from the repository root:  bench/run-nexmark --quick    (100k events, sizes 10k and 100k)
-                               bench/run-nexmark            (1M events, sizes 10k, 100k, 1M, 2 reps; 20-40 min)
+Run from the repository root:  bench/run nexmark --quick    (100k events, sizes 10k and 100k)
+                               bench/run nexmark            (1M events, sizes 10k, 100k, 1M, 2 reps; 20-40 min)
 """
 from __future__ import annotations
 
@@ -1211,8 +1211,7 @@ def main(argv=None) -> int:
                 first_copy = harness.JAR_SOURCE.get("copy")
                 sp.stop()
                 sp1 = harness.build_session("windowagg-bench-nexmark-p1", master="local[1]", shuffle_partitions=1,
-                                            driver_memory=a.driver_memory, streaming=True, use_tmp_jar=False,
-                                            extra=harness.extra_conf(a))
+                                            driver_memory=a.driver_memory, streaming=True, extra=harness.extra_conf(a))
                 sp1.sparkContext.setLogLevel("ERROR")
                 if harness.JAR_SOURCE.get("sha256") != (res["config"].get("windowagg_jar") or {}).get("sha256"):
                     raise RuntimeError("the local[1] session's jar differs from the local[2] session's")

@@ -36,8 +36,8 @@ quarter (the counts sum to the rows).
 The page, docs/benchmarks-python-windows.md: all of its prose is bench/python_windows_notes.md,
 filled by render() (report.render_page); the plot is docs/img/python_windows.png.
 
-Run from the repository root:   bench/run-python-windows --quick   (200k rows, 100 keys; no docs)
-                                bench/run-python-windows           (full: 4M rows, 1000 keys; renders the docs)
+Run from the repository root:   bench/run python-windows --quick   (200k rows, 100 keys; no docs)
+                                bench/run python-windows           (full: 4M rows, 1000 keys; renders the docs)
 Re-render the report:           .venv/bin/python bench/python_windows.py --report bench/results/python_windows-full.json
 """
 from __future__ import annotations
@@ -220,7 +220,7 @@ def main(argv=None) -> int:
     import windowagg
     if not hasattr(windowagg, "PythonWindows"):
         log(f"the windowagg package at {Path(windowagg.__file__).parent} has no PythonWindows: run with "
-            f"PYTHONPATH={harness.REPO / 'python'} (bench/run-python-windows does) or reinstall it")
+            f"PYTHONPATH={harness.REPO / 'python'} (bench/run python-windows does) or reinstall it")
         return 1
     examples = Path(a.examples_jar)
     if not examples.exists():

@@ -254,8 +254,7 @@ def main(argv=None):
     if a.report:
         rerender([Path(a.report)])
         return 0
-    spark, res = harness.start(a, "windowagg-bench-sessions", "sessions", config=sessions_config, streaming=True,
-                               use_tmp_jar=True)
+    spark, res = harness.start(a, "windowagg-bench-sessions", "sessions", config=sessions_config, streaming=True)
     if res is None:
         return 1
     res["git"] = res.pop("git_rev")  # this benchmark's results have always named it so

@@ -25,8 +25,8 @@ run keeps what it measured); a full run then renders docs/benchmarks.md and its 
 prose, all of it, is bench/sliding_batch_notes.md: a template with {{placeholders}} that render()
 fills with the numbers and tables computed from the results (report.render_page).
 
-Run from the repository root:  bench/run --quick     (smoke run, ~200k rows)
-                               bench/run             (full run: 4M rows, 1000 keys)
+Run from the repository root:  bench/run sliding-batch --quick     (smoke run, ~200k rows)
+                               bench/run sliding-batch             (full run: 4M rows, 1000 keys)
 Re-render the page:            .venv/bin/python bench/sliding_batch.py --report bench/results/sliding_batch-full.json
 """
 from __future__ import annotations
@@ -245,7 +245,7 @@ def main(argv=None) -> int:
         f"competitors={a.competitors}")
 
     spark, res = harness.start(
-        a, "windowagg-bench-sliding-batch", "sliding_batch", use_tmp_jar=True, require_windowagg=False,
+        a, "windowagg-bench-sliding-batch", "sliding_batch", require_windowagg=False,
         aqe_coalesce=a.aqe_coalesce, ui=a.ui, config=harness.segment_tree_config)
     wa = WindowAgg(spark)
     if not harness.windowagg_loadable(spark):

@@ -35,8 +35,8 @@ some results call for (the cost ratios, the profile) are {{#name}} blocks there,
 The session, the runs' measurement and the result files are bench/harness.py's; the page's pieces
 and plot helpers bench/report.py's.
 
-Run from the repository root:  bench/run-streaming --quick    (smoke run, 200k rows, a few minutes)
-                               bench/run-streaming            (full run: 2M rows, 1000 keys)
+Run from the repository root:  bench/run streaming --quick    (smoke run, 200k rows, a few minutes)
+                               bench/run streaming            (full run: 2M rows, 1000 keys)
 """
 from __future__ import annotations
 
@@ -481,7 +481,7 @@ def main(argv=None) -> int:
     log(f"rows={a.rows:,} keys={a.keys} batches={a.batches} ({per_batch:,} events each) density={a.density}/s/key "
         f"S={a.size}s hop={a.size * 1000 // a.hop_divisor}ms grace={a.grace}s reps={a.reps} work={work}")
     spark, res = harness.start(a, "windowagg-bench-sliding-streaming", "sliding_streaming", config=stream_config,
-                               streaming=True, use_tmp_jar=True, log_level="ERROR")
+                               streaming=True, log_level="ERROR")
     if res is None:
         return 1
     meter = harness.CpuMeter(spark)

@@ -36,8 +36,8 @@ to be identical in both.
 Results: bench/results/state_upgrade-<tag>.json; a full run (or --docs) renders docs/benchmarks-state.md
 and docs/img/state_upgrade.png from bench/state_upgrade_notes.md. Re-render: --report JSON.
 
-Run from the repository root:  bench/run-state-upgrade --quick   (2,000 keys, a few minutes)
-                               bench/run-state-upgrade           (100,000 keys)
+Run from the repository root:  bench/run state-upgrade --quick   (2,000 keys, a few minutes)
+                               bench/run state-upgrade           (100,000 keys)
 """
 from __future__ import annotations
 

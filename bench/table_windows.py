@@ -53,8 +53,8 @@ The page, docs/benchmarks-table-windows.md: all of its prose is bench/table_wind
 template with {{placeholders}}; render() fills them with the numbers and tables of a results file
 (report.render_page) and draws the plot (docs/img/table_windows.png).
 
-Run from the repository root:   bench/run-table-windows --quick   (200k events, 100 keys, a few minutes)
-                                bench/run-table-windows           (full: 4M events, 1000 keys; renders the docs)
+Run from the repository root:   bench/run table-windows --quick   (200k events, 100 keys, a few minutes)
+                                bench/run table-windows           (full: 4M events, 1000 keys; renders the docs)
 Re-render the report:           .venv/bin/python bench/table_windows.py --report bench/results/table_windows-full.json
 """
 from __future__ import annotations

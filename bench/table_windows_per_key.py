@@ -34,8 +34,8 @@ The page, docs/benchmarks-table-windows-per-key.md: all of its prose is
 bench/table_windows_per_key_notes.md, filled by render() (report.render_page); the plot is
 docs/img/table_windows_per_key.png.
 
-Run from the repository root:   bench/run-table-windows-per-key --quick   (200k events, 100 keys; no docs)
-                                bench/run-table-windows-per-key           (full: 4M events, 1000 keys; renders the docs)
+Run from the repository root:   bench/run table-windows-per-key --quick   (200k events, 100 keys; no docs)
+                                bench/run table-windows-per-key           (full: 4M events, 1000 keys; renders the docs)
 Re-render the report:           .venv/bin/python bench/table_windows_per_key.py --report bench/results/table_windows_per_key-full.json
 """
 from __future__ import annotations
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
     import windowagg
     if "keys" not in inspect.signature(windowagg.TableWindows.of).parameters:
         log(f"the windowagg package at {Path(windowagg.__file__).parent} has no per-key TableWindows: run with "
-            f"PYTHONPATH={harness.REPO / 'python'} (bench/run-table-windows-per-key does) or reinstall it")
+            f"PYTHONPATH={harness.REPO / 'python'} (bench/run table-windows-per-key does) or reinstall it")
         return 1
     log(f"args: {vars(a)}")
     spark, res = harness.start(a, "windowagg-bench-table-windows-per-key", "table_windows_per_key")

@@ -5,7 +5,7 @@
         [--queries q5_counts,q7,q11,cumulative] [--work DIR] [--jar PATH]
         [--flink-python .venv-flink/bin/python] [--summary PATH]
 
-(bench/run-nexmark-differential runs it after bench/nexmark/setup-flink and logs the output.)
+(bench/run nexmark-differential runs it after bench/nexmark/setup-flink and logs the output.)
 
 1. Input.  generator.py's bids (``--events`` Nexmark events, ``--seed``, ``--rate`` events per second
    of event time, no disorder: date_time never decreases, so no row is late for any engine and batch,
@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime as dt
-import glob
 import json
 import os
 import shutil
@@ -62,9 +61,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import generator  # noqa: E402
+import harness  # noqa: E402  (bench/: the windowagg jar of every benchmark)
 import queries as Q  # noqa: E402
 
 # Flink's output columns (flink_queries.COLUMNS; that module is not imported here: it is run with
@@ -424,8 +425,8 @@ def parse_args(argv=None):
                    help="files (micro-batches) of windowagg's stream, besides the flush file")
     p.add_argument("--watermark", default="0 seconds", help="withWatermark delay of the stream")
     p.add_argument("--work", help="work directory (kept); default: a temporary one, removed when all match")
-    p.add_argument("--jar", help="windowagg jar (default $WINDOWAGG_JAR, else the newest "
-                                 "jvm/spark/target/windowagg-*.jar); run on a private copy")
+    p.add_argument("--jar", help="windowagg jar (default $WINDOWAGG_JAR, else the one in this checkout's "
+                                 "package: harness.windowagg_jar); run on a private copy")
     p.add_argument("--flink-python", default=str(REPO / ".venv-flink" / "bin" / "python"))
     p.add_argument("--flink-first", action="store_true",
                    help="run the Flink jobs before Spark starts instead of alongside it")
@@ -447,12 +448,9 @@ def parse_args(argv=None):
         p.error("--events must be at least 100")
     if a.base_time_ms is None:
         a.base_time_ms = base_time_ms(a.events, a.rate, a.after_midnight_ms)
-    jar = a.jar or os.environ.get("WINDOWAGG_JAR")
-    if not jar:
-        jars = sorted(glob.glob(str(REPO / "jvm" / "spark" / "target" / "windowagg-*.jar")), key=os.path.getmtime)
-        jar = jars[-1] if jars else None
+    jar = a.jar or harness.windowagg_jar()
     if not jar or not os.path.isfile(jar):
-        p.error(f"no windowagg jar (--jar, $WINDOWAGG_JAR or jvm/spark/target/windowagg-*.jar): {jar}")
+        p.error(f"no windowagg jar (run dev/package, or give --jar or $WINDOWAGG_JAR): {jar}")
     a.jar = os.path.abspath(jar)
     if not os.path.exists(a.flink_python):
         p.error(f"--flink-python {a.flink_python} does not exist (run bench/nexmark/setup-flink)")
