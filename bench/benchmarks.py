@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -91,12 +92,14 @@ def run_logged(commands: list[list[str]], log: Path) -> int:
     with log.open("wb") as out:
         for command in commands:
             with subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
+                # kill <bench/run's pid> stops the benchmark, as when bench/run was the benchmark itself
+                signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
                 while chunk := child.stdout.read1(65536):
                     for sink in (sys.stdout.buffer, out):
                         sink.write(chunk)
                         sink.flush()
-            if child.returncode != 0:
-                return child.returncode
+            if child.returncode != 0:  # a signal's as the shell gives it (-15: 143)
+                return child.returncode if child.returncode > 0 else 128 - child.returncode
     return 0
 
 
