@@ -29,7 +29,7 @@ from pyspark import cloudpickle
 from pyspark.sql import functions as F
 
 from windowagg import CustomWindows, PythonWindows, metrics, window
-from windowagg.windows import _listed_windows
+from windowagg import _executor
 
 # Spark's Python workers cannot import this test module, so its functions travel by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -324,7 +324,7 @@ NTZ_TIMES = pa.array([0, None, 90 * 60 * 1_000_000], pa.timestamp("us"))
 
 def listed(assign, times=NTZ_TIMES, time_type="timestamp_ntz"):
     """The listing as (start, end) pairs in ticks per row, None for a null time."""
-    listing = _listed_windows(times, assign, time_type)
+    listing = _executor.listed_windows(times, assign, time_type)
     bounds = pa.struct([("start", pa.int64()), ("end", pa.int64())])
     return [None if windows is None else [(w["start"], w["end"]) for w in windows]
             for windows in listing.cast(pa.list_(bounds)).to_pylist()]
@@ -354,6 +354,20 @@ def test_the_listing_of_each_form():
     # nullable integers for integral times in no window
     epochs = pa.array([-5, 1500, None], pa.int32())
     assert listed(whole_seconds_after_the_epoch, epochs, "bigint") == [[], [(1000, 2000)], None]
+
+
+def test_the_function_the_executors_run_travels_as_spark_pickles_it():
+    """Spark pickles the Arrow UDF's function for the executors: it is named after assign, and a
+    fresh interpreter that imports only the package runs it (windowagg's own code by reference)."""
+    function = _executor.listing(hour_and_day, "timestamp_ntz")
+    assert function.__name__ == "hour_and_day"
+    pickled = cloudpickle.dumps(function)
+    assert b"windowagg._executor" in pickled
+    script = "import pickle, sys; times = pickle.loads(bytes.fromhex(sys.argv[1])); " \
+             "print(pickle.loads(sys.stdin.buffer.read())(times).to_pylist())"
+    ran = subprocess.run([sys.executable, "-c", script, cloudpickle.dumps(NTZ_TIMES).hex()], input=pickled,
+                         capture_output=True, check=True)
+    assert ran.stdout.decode() == f"{function(NTZ_TIMES).to_pylist()}\n"
 
 
 def test_a_skipped_local_time_is_read_as_java_time_reads_it():
@@ -413,7 +427,7 @@ def boom(times):
 def test_what_assign_returns_is_checked(assign, time_type, error, message):
     times = pa.array([10, 20], pa.int64()) if time_type == "bigint" else NTZ_TIMES
     with pytest.raises(error, match=message):
-        _listed_windows(times, assign, time_type)
+        _executor.listed_windows(times, assign, time_type)
 
 
 # --- errors through Spark: the wrapper's and the JVM's -----------------------------------------------
