@@ -28,7 +28,7 @@ import pytest
 from pyspark import cloudpickle
 from pyspark.sql import functions as F
 
-from windowagg import CustomWindows, PythonWindows, metrics, window
+from windowagg import CustomWindows, ListedWindows, PythonWindows, metrics, window
 from windowagg import _executor
 
 # Spark's Python workers cannot import this test module, so its functions travel by value.
@@ -281,6 +281,23 @@ def test_sql_grouping_function_takes_the_listing_last(spark):
     out = df.groupBy("k", windows).agg(F.count(F.lit(1)).alias("n")).select("k", F.unix_micros("window.start").alias("s"), "n")
     expected = {(k, start): n for (k, start, _), (n, *_) in brute_force(rows, fiscal_quarter_of).items()}
     assert {(r.k, r.s): r.n for r in out.collect()} == expected
+
+
+def test_python_windows_are_the_listed_windows_of_the_column_their_function_computes(spark):
+    """One kind, two ways to list: ListedWindows reads each row's windows from a column of the rows,
+    PythonWindows computes that column with its function; the JVM and SQL call both listed."""
+    rows = random_rows(17, 500, datetime.datetime(2023, 1, 1, tzinfo=UTC), datetime.datetime(2024, 1, 1, tzinfo=UTC))
+    df = events(spark, rows).withColumn("quarters", QUARTERS._listing("ts"))
+    by_column = ListedWindows.of("quarters", "92 days 1 hour", overlapping=False)
+    assert isinstance(QUARTERS, ListedWindows) and (QUARTERS.listing_column, by_column.listing_column) == (None, "quarters")
+    assert (QUARTERS.max_size, QUARTERS.overlapping) == (by_column.max_size, by_column.overlapping) == ("92 days 1 hour", False)
+    assert by_column.spec == "listed by quarters max size 2209 hours non-overlapping"
+    got, _ = windowed(df, by_column)
+    assert got == windowed(df, QUARTERS)[0] == brute_force(rows, fiscal_quarter_of)
+    # SQL's windows(ts, spec) reads the column the spec names, as Spark Connect calls it
+    named = F.call_function("windows", F.col("ts"), F.lit(by_column.spec)).alias("window")
+    out = df.groupBy("k", named).agg(F.count(F.lit(1)).alias("n")).select("k", F.unix_micros("window.start").alias("s"), "n")
+    assert {(r.k, r.s): r.n for r in out.collect()} == {(k, s): n for (k, s, _), (n, *_) in got.items()}
 
 
 # --- the definition ----------------------------------------------------------------------------------

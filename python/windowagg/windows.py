@@ -5,7 +5,7 @@ A definition holds the calls that build it, with their arguments as given:
 ``advanceBy('10 minutes')`` of the JVM's ``windowagg.TimeWindows``. The JVM reads those calls
 (``windowagg.WindowCalls``: through py4j on a classic session, inside the SQL functions on Spark
 Connect) and checks their values; Python checks only their types. A kind usable from Python is one
-short class here: its factories and builders, each recording its call.
+short class here, with the JVM class's name: its factories and builders, each recording its call.
 """
 
 import datetime
@@ -74,7 +74,7 @@ class WindowDefinition(metaclass=_DefinitionType):
     Instances hold the JVM ``windowagg.WindowDefinition`` they stand for; pass them to
     :func:`windowagg.window`. Build them with the factories of the concrete kinds, such as
     :meth:`SlidingWindows.of`, :meth:`TimeWindows.of`, :meth:`CumulativeWindows.of`,
-    :meth:`CountWindows.of`, :meth:`CustomWindows.of` or :meth:`PythonWindows.of`.
+    :meth:`CountWindows.of`, :meth:`CustomWindows.of`, :meth:`ListedWindows.of` or :meth:`PythonWindows.of`.
 
     Methods keep the names of Kafka Streams and the JVM API (``withInactivityGap``, ``advanceBy``,
     ``inZone``), and each also answers to its snake_case form (``with_inactivity_gap``,
@@ -1147,9 +1147,100 @@ class TableWindows(WindowDefinition):
         return self._then("grace", grace)
 
 
-class PythonWindows(WindowDefinition):
+class ListedWindows(WindowDefinition):
+    """Windows each row lists: a column of the rows holds each row's windows ``[start, end)``, an
+    array of structs ``(start, end)`` of the time column's type (integers in its ticks for an
+    integral time column), computed by any expression. It is the JVM's ``windowagg.ListedWindows``
+    (spec ``'listed by <column> max size <length>'``); :class:`PythonWindows` is the same kind, its
+    column computed by a Python function. Each click's hour and day, listed with Spark's functions:
+
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import ListedWindows, window
+    >>> clicks = spark.createDataFrame(
+    ...     [("2024-03-01 10:05:00",), ("2024-03-01 10:50:00",), ("2024-03-01 11:10:00",)], "ts STRING"
+    ... ).withColumn("ts", F.to_timestamp("ts"))
+    >>> def period(unit, length):
+    ...     start = F.date_trunc(unit, "ts")
+    ...     return F.struct(start.alias("start"), (start + F.expr(f"INTERVAL {length}")).alias("end"))
+    >>> listed = clicks.withColumn("periods", F.array(period("hour", "1 HOUR"), period("day", "1 DAY")))
+    >>> hours_and_days = ListedWindows.of("periods", "1 day")
+    >>> hours_and_days.spec
+    'listed by periods max size 1 day'
+    >>> (listed.groupBy(window("ts", hours_and_days)).count()
+    ...  .select("window.start", "window.end", "count").orderBy("end", "start").show())
+    +-------------------+-------------------+-----+
+    |              start|                end|count|
+    +-------------------+-------------------+-----+
+    |2024-03-01 10:00:00|2024-03-01 11:00:00|    2|
+    |2024-03-01 11:00:00|2024-03-01 12:00:00|    1|
+    |2024-03-01 00:00:00|2024-03-02 00:00:00|    3|
+    +-------------------+-------------------+-----+
+
+    A window holds the rows whose time lists it, as exploding each row's windows and grouping by
+    them would; a null or empty array puts the row in no window (counted, never dropped silently).
+    Each window must contain its time, be at most ``max_size`` long, and be listed for every time in
+    it that has rows, and a time must list the same windows wherever it occurs: the JVM checks them
+    and names the time of one that does not. In SQL: ``windows(ts, 'listed by periods max size 1 day')``.
+    """
+
+    _JVM_NAME = "ListedWindows"
+
+    #: The max size given to :meth:`of` (an int number of ticks as its str, which the JVM reads).
+    max_size = _Given("maxSize")
+    #: The column listing each row's windows, by name (None for :class:`PythonWindows`, whose
+    #: function computes it).
+    listing_column = _Given("by")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
+    @classmethod
+    def of(cls, column: str, max_size: SizeLike, overlapping: bool = True) -> "ListedWindows":
+        """The windows the column ``column`` lists for each row (see :class:`ListedWindows`).
+
+        :param column: the name of the column listing each row's windows.
+        :param max_size: the longest a window may be: a duration (``"1 day"``,
+            :class:`datetime.timedelta`), or an ``int`` number of ticks of an integral time column.
+            It bounds how far apart the times of one window are (and how long streaming keeps a
+            key's partials), and a longer window is an error.
+        :param overlapping: False when each time is in at most one window (a time listing two is
+            then an error): windows are then aggregated whole before the shuffle.
+        :raises TypeError: for a column that is not a str, or arguments of other types.
+        :raises ValueError: for a max size that is not positive or cannot be parsed, or an empty
+            column name (the JVM's message; checked at once when a SparkSession is running).
+        """
+        if not isinstance(column, str):
+            raise TypeError(f"the column listing the windows must be a column name (a str), not {type(column).__name__}")
+        listed = cls._of_max_size(max_size, overlapping, "listed windows")._then("by", column)
+        return listed if overlapping else listed._then("nonOverlapping")
+
+    @classmethod
+    def _of_max_size(cls, max_size: SizeLike, overlapping: bool, what: str) -> Any:
+        """A new definition of windows at most ``max_size`` long, ``overlapping`` checked."""
+        _check_length(max_size, f"the max size of {what}", "'92 days'")
+        if not isinstance(overlapping, bool):
+            raise TypeError(f"overlapping must be True or False, not {overlapping!r}")
+        # ListedWindows.maxSize reads a bare integer as ticks
+        return cls._called("maxSize", str(max_size) if isinstance(max_size, int) else max_size)
+
+    def grace(self, grace: GraceLike) -> "ListedWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`);
+        batch queries ignore it.
+
+        :returns: a new definition of this class; this one is unchanged.
+        """
+        _check_grace(grace)
+        return self._then("grace", grace)
+
+    @property
+    def overlapping(self) -> bool:
+        """False when each time is in at most one window."""
+        return self._latest("nonOverlapping") is None
+
+
+class PythonWindows(ListedWindows):
     """Windows a Python function defines: ``assign`` gets a batch of times and gives each time its
-    windows ``[start, end)``, with pandas and numpy, no JVM code. Fiscal quarters of years that start
+    windows ``[start, end)``, with pandas and numpy, no JVM code. It is :class:`ListedWindows` whose
+    column ``assign`` computes, run as an Arrow UDF. Fiscal quarters of years that start
     in February (pandas' ``Q-JAN`` periods, of years ending in January), in the session time zone,
     the twin of the JVM example ``CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2)``:
 
@@ -1247,15 +1338,8 @@ class PythonWindows(WindowDefinition):
     ``windows(ts, spec [, options], listing)``.
     """
 
-    _JVM_NAME = "ListedWindows"
-
-    #: The max size given to :meth:`of` (an int number of ticks as its str, which the JVM reads).
-    max_size = _Given("maxSize")
-    #: The grace period given with :meth:`grace`, or None.
-    grace_period = _Given("grace")
-
     @classmethod
-    def of(
+    def of(  # not ListedWindows.of's arguments: the windows are a function's, not a column's
         cls, assign: Callable[[Any], Any], max_size: SizeLike, overlapping: bool = True, time_type: str = "timestamp"
     ) -> "PythonWindows":
         """The windows ``assign`` gives each time (see :class:`PythonWindows` for its contract).
@@ -1275,27 +1359,14 @@ class PythonWindows(WindowDefinition):
         """
         if not callable(assign):
             raise TypeError(f"assign must be a function of a pandas Series of times, not {type(assign).__name__}")
-        _check_length(max_size, "the max size of Python windows", "'92 days'")
-        if not isinstance(overlapping, bool):
-            raise TypeError(f"overlapping must be True or False, not {overlapping!r}")
         if not isinstance(time_type, str):
             raise TypeError(f"time_type must be a str such as 'timestamp', not {type(time_type).__name__}")
         if time_type not in _executor.LISTING_TYPES:
             known = ", ".join(map(repr, _executor.LISTING_TYPES))
             raise ValueError(f"time_type must be one of {known}, not {time_type!r}")
-        # ListedWindows.maxSize reads a bare integer as ticks
-        windows = cls._called("maxSize", str(max_size) if isinstance(max_size, int) else max_size)
+        windows = cls._of_max_size(max_size, overlapping, "Python windows")
         windows._assign, windows._time_type = assign, time_type
         return windows if overlapping else windows._then("nonOverlapping")
-
-    def grace(self, grace: GraceLike) -> "PythonWindows":
-        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`);
-        batch queries ignore it.
-
-        :returns: a new :class:`PythonWindows`; this one is unchanged.
-        """
-        _check_grace(grace)
-        return self._then("grace", grace)
 
     @property
     def assign(self) -> Callable[[Any], Any]:
@@ -1306,11 +1377,6 @@ class PythonWindows(WindowDefinition):
     def time_type(self) -> str:
         """The time column's type: ``"timestamp"``, ``"timestamp_ntz"`` or ``"bigint"``."""
         return self._time_type
-
-    @property
-    def overlapping(self) -> bool:
-        """False when each time is in at most one window."""
-        return self._latest("nonOverlapping") is None
 
     def _then(self, method: str, *args: Any) -> "PythonWindows":
         then = super()._then(method, *args)
