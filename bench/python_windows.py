@@ -169,9 +169,9 @@ def q_spark_builtin(events):
 def in_process(events, spark, assign) -> dict:
     """Untimed by Spark: the assignment in this Python process (one core) over the cached times, in
     the Arrow UDF's batches: `assign` alone on pandas Series, and the whole function the Arrow UDF
-    runs (windowagg's _listed_windows: Arrow times in, assign, Arrow list of windows out). Median
+    runs (windowagg._executor.listed_windows: Arrow times in, assign, Arrow list of windows out). Median
     CPU time of three passes."""
-    from windowagg.windows import _listed_windows
+    from windowagg._executor import listed_windows
     batch_rows = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"))
     zone = spark.conf.get("spark.sql.session.timeZone")
     times = events.select("ts").toArrow().column("ts").combine_chunks().cast(pa.timestamp("us", tz=zone))
@@ -186,7 +186,7 @@ def in_process(events, spark, assign) -> dict:
             passes.append(time.process_time() - t0)
         return statistics.median(passes)
     assign_s = cpu_s(lambda: [assign(s) for s in series])
-    listing_s = cpu_s(lambda: [_listed_windows(b, assign, "timestamp") for b in batches])
+    listing_s = cpu_s(lambda: [listed_windows(b, assign, "timestamp") for b in batches])
     out = {"rows": len(times), "batch_rows": batch_rows, "batches": len(batches),
            "assign_cpu_s": assign_s, "listing_cpu_s": listing_s,
            "assign_rows_per_cpu_s": len(times) / assign_s, "listing_rows_per_cpu_s": len(times) / listing_s}

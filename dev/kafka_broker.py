@@ -11,7 +11,7 @@ the whole process group is stopped at the end, also when the caller fails::
 As a command, it fetches the jars, starts a broker and runs a command with the broker's address
 appended as `--bootstrap-servers HOST:PORT`, then stops the broker (what `dev/demo --kafka` does):
 
-    python dev/kafka_broker.py python -m windowagg.demo --kafka ...
+    python dev/kafka_broker.py python examples/python/demo.py --kafka ...
 """
 
 import base64

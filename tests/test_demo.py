@@ -1,4 +1,4 @@
-"""The demo (python -m windowagg.demo, what dev/demo runs), batch and streaming, on small inputs.
+"""The demo (examples/python/demo.py, what dev/demo runs), batch and streaming, on small inputs.
 
 Each run is a child process with its own Spark, as dev/demo starts it. The batch windows that end at
 a click are checked against Spark's own RANGE frame over the same generated clicks.
@@ -11,15 +11,19 @@ import sys
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from conftest import child_env
-from windowagg.demo import generate_clicks
+from conftest import ROOT, child_env
+
+DEMO = os.path.join(ROOT, "examples", "python", "demo.py")
+sys.path.insert(0, os.path.dirname(DEMO))
+
+from demo import generate_clicks  # noqa: E402 (examples/python is put on the path just above)
 
 USERS, EVENTS = 30, 3000
 
 
 def run_demo(*args):
     done = subprocess.run(
-        [sys.executable, "-m", "windowagg.demo", "--master", "local[2]", *args],
+        [sys.executable, DEMO, "--master", "local[2]", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -70,7 +70,8 @@ def test_main_entry_points_have_examples():
     ] + [
         f"windowagg.windows.{kind}"
         for kind in ("SlidingWindows", "SessionWindows", "TimeWindows", "CumulativeWindows", "CalendarWindows",
-                     "UnlimitedWindows", "CountWindows", "DurationWindows", "CustomWindows", "TableWindows", "PythonWindows")
+                     "UnlimitedWindows", "CountWindows", "DurationWindows", "CustomWindows", "TableWindows", "ListedWindows",
+                     "PythonWindows")
     ]
     assert [name for name in entry_points if name not in names] == []
 

@@ -168,7 +168,8 @@ def test_the_demo_streams_clicks_through_kafka(broker, tmp_path):
     each query's late topic holds the late clicks its metrics count."""
     done = subprocess.run(
         [
-            sys.executable, "-m", "windowagg.demo", "--kafka", "--master", "local[2]",
+            sys.executable, os.path.join(os.path.dirname(HERE), "examples", "python", "demo.py"), "--kafka",
+            "--master", "local[2]",
             "--bootstrap-servers", broker.bootstrap, "--kafka-jars", kafka_broker.CONNECTOR_JARS,
             "--users", "10", "--events", "800", "--micro-batches", "3", "--out", str(tmp_path / "demo"),
         ],

@@ -27,6 +27,7 @@ from windowagg import (
     CumulativeWindows,
     CustomWindows,
     DurationWindows,
+    ListedWindows,
     PythonWindows,
     SessionWindows,
     SlidingWindows,
@@ -148,6 +149,12 @@ DEFINITIONS = [
         lambda: TableWindows.of("shifts", keys=["worker"], overlapping=False),
         "table shifts keys worker non-overlapping",
         "TableWindows.of(shifts, start, end).perKey(worker).nonOverlapping()",
+    ),
+    (lambda: ListedWindows.of("periods", "1 day"), "listed by periods max size 1 day", "ListedWindows.maxSize(1 day).by(periods)"),
+    (
+        lambda: ListedWindows.of(" periods ", 1000, overlapping=False).grace("1 minute"),
+        "listed by periods max size 1000 non-overlapping grace 1 minute",
+        "ListedWindows.maxSize(1000).by(periods).nonOverlapping().grace(1 minute)",
     ),
 ]
 
@@ -808,6 +815,8 @@ def test_streaming_with_a_grace_and_no_watermark(streaming, tmp_path):
         (lambda: CustomWindows.of(FISCAL, lastMonth=1), "unknown parameter 'lastMonth'"),
         (lambda: CustomWindows.of(BUSINESS_DAYS, country="NL"), "takes no parameters"),
         (lambda: CustomWindows.of("  "), "must not be empty"),
+        (lambda: ListedWindows.of(" ", "1 day"), "the column listing the windows must have a name"),
+        (lambda: ListedWindows.of("periods", "0 seconds"), "max size of listed windows must be positive"),
     ],
 )
 def test_invalid_definitions_raise_value_error_at_construction(spark, make, phrase):
@@ -836,6 +845,9 @@ def test_rejected_parameters_are_named(spark):
         lambda: CumulativeWindows.of("1 hour", "1 day").grace(1),
         lambda: CustomWindows.of(None),
         lambda: CustomWindows.of(FiscalLike()),
+        lambda: ListedWindows.of(F.col("periods"), "1 day"),
+        lambda: ListedWindows.of("periods", 1.5),
+        lambda: ListedWindows.of("periods", "1 day", overlapping="no"),
     ],
 )
 def test_wrong_python_types_raise_type_error(make):

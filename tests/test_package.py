@@ -43,6 +43,26 @@ def test_installing_the_package_without_its_jar_stops_with_one_line(tmp_path):
     assert "windowagg: the jar this package carries is not built; run dev/package" in built.stdout + built.stderr
 
 
+def test_the_wheel_holds_the_api_and_its_jar_only():
+    """The files pip installed from the wheel dev/install-python built: the API's modules, the module
+    the executors import for PythonWindows (_executor), the jar and the typing marker. The demo is an
+    application of the package (examples/python/demo.py), not in it."""
+    from importlib import metadata
+
+    files = metadata.distribution("windowagg").files
+    installed = {str(f) for f in files if f.parts[0] == "windowagg" and f.suffix != ".pyc"}
+    assert installed == {
+        "windowagg/__init__.py",
+        "windowagg/_executor.py",
+        "windowagg/_jvm.py",
+        "windowagg/_session.py",
+        "windowagg/functions.py",
+        "windowagg/windows.py",
+        "windowagg/py.typed",
+        f"windowagg/jars/windowagg-{windowagg.__version__}.jar",
+    }
+
+
 def test_jar_path_prefers_the_environment(tmp_path, monkeypatch):
     jar = tmp_path / "custom.jar"
     jar.write_bytes(b"PK")

@@ -28,8 +28,8 @@ import pytest
 from pyspark import cloudpickle
 from pyspark.sql import functions as F
 
-from windowagg import CustomWindows, PythonWindows, metrics, window
-from windowagg.windows import _listed_windows
+from windowagg import CustomWindows, ListedWindows, PythonWindows, metrics, window
+from windowagg import _executor
 
 # Spark's Python workers cannot import this test module, so its functions travel by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -283,6 +283,23 @@ def test_sql_grouping_function_takes_the_listing_last(spark):
     assert {(r.k, r.s): r.n for r in out.collect()} == expected
 
 
+def test_python_windows_are_the_listed_windows_of_the_column_their_function_computes(spark):
+    """One kind, two ways to list: ListedWindows reads each row's windows from a column of the rows,
+    PythonWindows computes that column with its function; the JVM and SQL call both listed."""
+    rows = random_rows(17, 500, datetime.datetime(2023, 1, 1, tzinfo=UTC), datetime.datetime(2024, 1, 1, tzinfo=UTC))
+    df = events(spark, rows).withColumn("quarters", QUARTERS._listing("ts"))
+    by_column = ListedWindows.of("quarters", "92 days 1 hour", overlapping=False)
+    assert isinstance(QUARTERS, ListedWindows) and (QUARTERS.listing_column, by_column.listing_column) == (None, "quarters")
+    assert (QUARTERS.max_size, QUARTERS.overlapping) == (by_column.max_size, by_column.overlapping) == ("92 days 1 hour", False)
+    assert by_column.spec == "listed by quarters max size 2209 hours non-overlapping"
+    got, _ = windowed(df, by_column)
+    assert got == windowed(df, QUARTERS)[0] == brute_force(rows, fiscal_quarter_of)
+    # SQL's windows(ts, spec) reads the column the spec names, as Spark Connect calls it
+    named = F.call_function("windows", F.col("ts"), F.lit(by_column.spec)).alias("window")
+    out = df.groupBy("k", named).agg(F.count(F.lit(1)).alias("n")).select("k", F.unix_micros("window.start").alias("s"), "n")
+    assert {(r.k, r.s): r.n for r in out.collect()} == {(k, s): n for (k, s, _), (n, *_) in got.items()}
+
+
 # --- the definition ----------------------------------------------------------------------------------
 
 
@@ -324,7 +341,7 @@ NTZ_TIMES = pa.array([0, None, 90 * 60 * 1_000_000], pa.timestamp("us"))
 
 def listed(assign, times=NTZ_TIMES, time_type="timestamp_ntz"):
     """The listing as (start, end) pairs in ticks per row, None for a null time."""
-    listing = _listed_windows(times, assign, time_type)
+    listing = _executor.listed_windows(times, assign, time_type)
     bounds = pa.struct([("start", pa.int64()), ("end", pa.int64())])
     return [None if windows is None else [(w["start"], w["end"]) for w in windows]
             for windows in listing.cast(pa.list_(bounds)).to_pylist()]
@@ -354,6 +371,20 @@ def test_the_listing_of_each_form():
     # nullable integers for integral times in no window
     epochs = pa.array([-5, 1500, None], pa.int32())
     assert listed(whole_seconds_after_the_epoch, epochs, "bigint") == [[], [(1000, 2000)], None]
+
+
+def test_the_function_the_executors_run_travels_as_spark_pickles_it():
+    """Spark pickles the Arrow UDF's function for the executors: it is named after assign, and a
+    fresh interpreter that imports only the package runs it (windowagg's own code by reference)."""
+    function = _executor.listing(hour_and_day, "timestamp_ntz")
+    assert function.__name__ == "hour_and_day"
+    pickled = cloudpickle.dumps(function)
+    assert b"windowagg._executor" in pickled
+    script = "import pickle, sys; times = pickle.loads(bytes.fromhex(sys.argv[1])); " \
+             "print(pickle.loads(sys.stdin.buffer.read())(times).to_pylist())"
+    ran = subprocess.run([sys.executable, "-c", script, cloudpickle.dumps(NTZ_TIMES).hex()], input=pickled,
+                         capture_output=True, check=True)
+    assert ran.stdout.decode() == f"{function(NTZ_TIMES).to_pylist()}\n"
 
 
 def test_a_skipped_local_time_is_read_as_java_time_reads_it():
@@ -413,7 +444,7 @@ def boom(times):
 def test_what_assign_returns_is_checked(assign, time_type, error, message):
     times = pa.array([10, 20], pa.int64()) if time_type == "bigint" else NTZ_TIMES
     with pytest.raises(error, match=message):
-        _listed_windows(times, assign, time_type)
+        _executor.listed_windows(times, assign, time_type)
 
 
 # --- errors through Spark: the wrapper's and the JVM's -----------------------------------------------

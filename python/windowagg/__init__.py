@@ -49,9 +49,14 @@ The kinds of windows, each a definition passed to :func:`window`:
   (``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``);
 - :class:`TableWindows`: windows given as data, one per row of a table, view or DataFrame
   (``TableWindows.of(campaign_periods, start="opens", end="closes")``);
-- :class:`PythonWindows`: windows a vectorized Python function gives each batch of times, run on
-  the executors by Spark's Arrow workers
+- :class:`ListedWindows`: windows each row lists in a column, an array of ``(start, end)``
+  computed by any expression (``ListedWindows.of("periods", "1 day")``);
+- :class:`PythonWindows`: listed windows that a vectorized Python function gives each batch of
+  times, run on the executors by Spark's Arrow workers
   (``PythonWindows.of(fiscal_quarters, "92 days 1 hour", overlapping=False)``).
+
+Each kind has the name of the JVM class it stands for (``windowagg.SlidingWindows``, ...);
+:class:`PythonWindows` is Python's own way to build ``windowagg.ListedWindows``.
 
 On a streaming DataFrame the same grouping works with a watermark (``withWatermark`` on the time
 column, or ``.grace(g)`` on the definition, ``.lag(l)`` for Storm's kinds);
@@ -74,6 +79,7 @@ from windowagg.windows import (
     CumulativeWindows,
     CustomWindows,
     DurationWindows,
+    ListedWindows,
     PythonWindows,
     SessionWindows,
     SlidingWindows,
@@ -90,6 +96,7 @@ __all__ = [
     "CumulativeWindows",
     "CustomWindows",
     "DurationWindows",
+    "ListedWindows",
     "PythonWindows",
     "SessionWindows",
     "SlidingWindows",

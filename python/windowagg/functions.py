@@ -129,8 +129,8 @@ def window(
     :param time_col: the time column, by name or as a Column: TIMESTAMP, TIMESTAMP_NTZ or an
         integral epoch (byte, short, int or long); TIMESTAMP in streaming.
     :param definition: the windows, e.g. ``SlidingWindows.of("10 minutes")``,
-        ``TimeWindows.of("1 hour").advanceBy("10 minutes")``, ``CumulativeWindows.of("1 hour", "1 day")``
-        ``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``,
+        ``TimeWindows.of("1 hour").advanceBy("10 minutes")``, ``CumulativeWindows.of("1 hour", "1 day")``,
+        ``CustomWindows.of("com.example.FiscalQuarters", firstMonth=2)``, ``ListedWindows.of("periods", "1 day")``,
         ``PythonWindows.of(fiscal_quarters, "92 days 1 hour", overlapping=False)``, or Storm's
         ``CountWindows.of(30).slide(10)`` and ``DurationWindows.of("20 seconds").every("10 seconds")``.
         Windows of :class:`TimeWindows`, :class:`CumulativeWindows` and :class:`CustomWindows` are

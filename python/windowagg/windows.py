@@ -5,7 +5,7 @@ A definition holds the calls that build it, with their arguments as given:
 ``advanceBy('10 minutes')`` of the JVM's ``windowagg.TimeWindows``. The JVM reads those calls
 (``windowagg.WindowCalls``: through py4j on a classic session, inside the SQL functions on Spark
 Connect) and checks their values; Python checks only their types. A kind usable from Python is one
-short class here: its factories and builders, each recording its call.
+short class here, with the JVM class's name: its factories and builders, each recording its call.
 """
 
 import datetime
@@ -14,7 +14,7 @@ import re
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from windowagg import _jvm
+from windowagg import _executor, _jvm
 
 SizeLike = Union[str, datetime.timedelta, int]
 GraceLike = Union[str, datetime.timedelta]
@@ -74,7 +74,7 @@ class WindowDefinition(metaclass=_DefinitionType):
     Instances hold the JVM ``windowagg.WindowDefinition`` they stand for; pass them to
     :func:`windowagg.window`. Build them with the factories of the concrete kinds, such as
     :meth:`SlidingWindows.of`, :meth:`TimeWindows.of`, :meth:`CumulativeWindows.of`,
-    :meth:`CountWindows.of`, :meth:`CustomWindows.of` or :meth:`PythonWindows.of`.
+    :meth:`CountWindows.of`, :meth:`CustomWindows.of`, :meth:`ListedWindows.of` or :meth:`PythonWindows.of`.
 
     Methods keep the names of Kafka Streams and the JVM API (``withInactivityGap``, ``advanceBy``,
     ``inZone``), and each also answers to its snake_case form (``with_inactivity_gap``,
@@ -1147,9 +1147,100 @@ class TableWindows(WindowDefinition):
         return self._then("grace", grace)
 
 
-class PythonWindows(WindowDefinition):
+class ListedWindows(WindowDefinition):
+    """Windows each row lists: a column of the rows holds each row's windows ``[start, end)``, an
+    array of structs ``(start, end)`` of the time column's type (integers in its ticks for an
+    integral time column), computed by any expression. It is the JVM's ``windowagg.ListedWindows``
+    (spec ``'listed by <column> max size <length>'``); :class:`PythonWindows` is the same kind, its
+    column computed by a Python function. Each click's hour and day, listed with Spark's functions:
+
+    >>> from pyspark.sql import functions as F
+    >>> from windowagg import ListedWindows, window
+    >>> clicks = spark.createDataFrame(
+    ...     [("2024-03-01 10:05:00",), ("2024-03-01 10:50:00",), ("2024-03-01 11:10:00",)], "ts STRING"
+    ... ).withColumn("ts", F.to_timestamp("ts"))
+    >>> def period(unit, length):
+    ...     start = F.date_trunc(unit, "ts")
+    ...     return F.struct(start.alias("start"), (start + F.expr(f"INTERVAL {length}")).alias("end"))
+    >>> listed = clicks.withColumn("periods", F.array(period("hour", "1 HOUR"), period("day", "1 DAY")))
+    >>> hours_and_days = ListedWindows.of("periods", "1 day")
+    >>> hours_and_days.spec
+    'listed by periods max size 1 day'
+    >>> (listed.groupBy(window("ts", hours_and_days)).count()
+    ...  .select("window.start", "window.end", "count").orderBy("end", "start").show())
+    +-------------------+-------------------+-----+
+    |              start|                end|count|
+    +-------------------+-------------------+-----+
+    |2024-03-01 10:00:00|2024-03-01 11:00:00|    2|
+    |2024-03-01 11:00:00|2024-03-01 12:00:00|    1|
+    |2024-03-01 00:00:00|2024-03-02 00:00:00|    3|
+    +-------------------+-------------------+-----+
+
+    A window holds the rows whose time lists it, as exploding each row's windows and grouping by
+    them would; a null or empty array puts the row in no window (counted, never dropped silently).
+    Each window must contain its time, be at most ``max_size`` long, and be listed for every time in
+    it that has rows, and a time must list the same windows wherever it occurs: the JVM checks them
+    and names the time of one that does not. In SQL: ``windows(ts, 'listed by periods max size 1 day')``.
+    """
+
+    _JVM_NAME = "ListedWindows"
+
+    #: The max size given to :meth:`of` (an int number of ticks as its str, which the JVM reads).
+    max_size = _Given("maxSize")
+    #: The column listing each row's windows, by name (None for :class:`PythonWindows`, whose
+    #: function computes it).
+    listing_column = _Given("by")
+    #: The grace period given with :meth:`grace`, or None.
+    grace_period = _Given("grace")
+
+    @classmethod
+    def of(cls, column: str, max_size: SizeLike, overlapping: bool = True) -> "ListedWindows":
+        """The windows the column ``column`` lists for each row (see :class:`ListedWindows`).
+
+        :param column: the name of the column listing each row's windows.
+        :param max_size: the longest a window may be: a duration (``"1 day"``,
+            :class:`datetime.timedelta`), or an ``int`` number of ticks of an integral time column.
+            It bounds how far apart the times of one window are (and how long streaming keeps a
+            key's partials), and a longer window is an error.
+        :param overlapping: False when each time is in at most one window (a time listing two is
+            then an error): windows are then aggregated whole before the shuffle.
+        :raises TypeError: for a column that is not a str, or arguments of other types.
+        :raises ValueError: for a max size that is not positive or cannot be parsed, or an empty
+            column name (the JVM's message; checked at once when a SparkSession is running).
+        """
+        if not isinstance(column, str):
+            raise TypeError(f"the column listing the windows must be a column name (a str), not {type(column).__name__}")
+        listed = cls._of_max_size(max_size, overlapping, "listed windows")._then("by", column)
+        return listed if overlapping else listed._then("nonOverlapping")
+
+    @classmethod
+    def _of_max_size(cls, max_size: SizeLike, overlapping: bool, what: str) -> Any:
+        """A new definition of windows at most ``max_size`` long, ``overlapping`` checked."""
+        _check_length(max_size, f"the max size of {what}", "'92 days'")
+        if not isinstance(overlapping, bool):
+            raise TypeError(f"overlapping must be True or False, not {overlapping!r}")
+        # ListedWindows.maxSize reads a bare integer as ticks
+        return cls._called("maxSize", str(max_size) if isinstance(max_size, int) else max_size)
+
+    def grace(self, grace: GraceLike) -> "ListedWindows":
+        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`);
+        batch queries ignore it.
+
+        :returns: a new definition of this class; this one is unchanged.
+        """
+        _check_grace(grace)
+        return self._then("grace", grace)
+
+    @property
+    def overlapping(self) -> bool:
+        """False when each time is in at most one window."""
+        return self._latest("nonOverlapping") is None
+
+
+class PythonWindows(ListedWindows):
     """Windows a Python function defines: ``assign`` gets a batch of times and gives each time its
-    windows ``[start, end)``, with pandas and numpy, no JVM code. Fiscal quarters of years that start
+    windows ``[start, end)``, with pandas and numpy, no JVM code. It is :class:`ListedWindows` whose
+    column ``assign`` computes, run as an Arrow UDF. Fiscal quarters of years that start
     in February (pandas' ``Q-JAN`` periods, of years ending in January), in the session time zone,
     the twin of the JVM example ``CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2)``:
 
@@ -1247,15 +1338,8 @@ class PythonWindows(WindowDefinition):
     ``windows(ts, spec [, options], listing)``.
     """
 
-    _JVM_NAME = "ListedWindows"
-
-    #: The max size given to :meth:`of` (an int number of ticks as its str, which the JVM reads).
-    max_size = _Given("maxSize")
-    #: The grace period given with :meth:`grace`, or None.
-    grace_period = _Given("grace")
-
     @classmethod
-    def of(
+    def of(  # not ListedWindows.of's arguments: the windows are a function's, not a column's
         cls, assign: Callable[[Any], Any], max_size: SizeLike, overlapping: bool = True, time_type: str = "timestamp"
     ) -> "PythonWindows":
         """The windows ``assign`` gives each time (see :class:`PythonWindows` for its contract).
@@ -1275,26 +1359,14 @@ class PythonWindows(WindowDefinition):
         """
         if not callable(assign):
             raise TypeError(f"assign must be a function of a pandas Series of times, not {type(assign).__name__}")
-        _check_length(max_size, "the max size of Python windows", "'92 days'")
-        if not isinstance(overlapping, bool):
-            raise TypeError(f"overlapping must be True or False, not {overlapping!r}")
         if not isinstance(time_type, str):
             raise TypeError(f"time_type must be a str such as 'timestamp', not {type(time_type).__name__}")
-        if time_type not in _LISTING_TYPES:
-            raise ValueError(f"time_type must be one of {', '.join(map(repr, _LISTING_TYPES))}, not {time_type!r}")
-        # ListedWindows.maxSize reads a bare integer as ticks
-        windows = cls._called("maxSize", str(max_size) if isinstance(max_size, int) else max_size)
+        if time_type not in _executor.LISTING_TYPES:
+            known = ", ".join(map(repr, _executor.LISTING_TYPES))
+            raise ValueError(f"time_type must be one of {known}, not {time_type!r}")
+        windows = cls._of_max_size(max_size, overlapping, "Python windows")
         windows._assign, windows._time_type = assign, time_type
         return windows if overlapping else windows._then("nonOverlapping")
-
-    def grace(self, grace: GraceLike) -> "PythonWindows":
-        """The same windows with a grace period for streaming (see :meth:`SlidingWindows.grace`);
-        batch queries ignore it.
-
-        :returns: a new :class:`PythonWindows`; this one is unchanged.
-        """
-        _check_grace(grace)
-        return self._then("grace", grace)
 
     @property
     def assign(self) -> Callable[[Any], Any]:
@@ -1306,11 +1378,6 @@ class PythonWindows(WindowDefinition):
         """The time column's type: ``"timestamp"``, ``"timestamp_ntz"`` or ``"bigint"``."""
         return self._time_type
 
-    @property
-    def overlapping(self) -> bool:
-        """False when each time is in at most one window."""
-        return self._latest("nonOverlapping") is None
-
     def _then(self, method: str, *args: Any) -> "PythonWindows":
         then = super()._then(method, *args)
         then._assign, then._time_type = self._assign, self._time_type
@@ -1318,232 +1385,20 @@ class PythonWindows(WindowDefinition):
 
     def _listing(self, time_col: Any) -> Any:
         """The column listing the windows of ``time_col``'s times: ``assign`` run by an Arrow UDF."""
-        import pyarrow as pa
         from pyspark.sql.functions import arrow_udf
 
-        assign, time_type = self._assign, self._time_type
-
-        def listing(times: pa.Array) -> pa.Array:
-            return _listed_windows(times, assign, time_type)
-
-        listing.__name__ = listing.__qualname__ = _function_name(assign)
-        return arrow_udf(listing, _LISTING_TYPES[time_type])(time_col)
+        listing = _executor.listing(self._assign, self._time_type)
+        return arrow_udf(listing, _executor.LISTING_TYPES[self._time_type])(time_col)
 
     def __repr__(self) -> str:
         max_size = self._calls[0][1][0]
-        arguments = [_function_name(self._assign), repr(max_size)]
+        arguments = [_executor.function_name(self._assign), repr(max_size)]
         if not self.overlapping:
             arguments.append("overlapping=False")
         if self._time_type != "timestamp":
             arguments.append(f"time_type={self._time_type!r}")
         grace = "" if self.grace_period is None else f".grace({self.grace_period!r})"
         return f"PythonWindows.of({', '.join(arguments)}){grace}"
-
-
-# The Spark type of the column listing each time's windows, by the time column's type.
-_LISTING_TYPES = {
-    "timestamp": "array<struct<start: timestamp, end: timestamp>>",
-    "timestamp_ntz": "array<struct<start: timestamp_ntz, end: timestamp_ntz>>",
-    "bigint": "array<struct<start: bigint, end: bigint>>",
-}
-
-
-def _function_name(function: Any) -> str:
-    return getattr(function, "__qualname__", None) or repr(function)
-
-
-def _listed_windows(times: Any, assign: Callable[[Any], Any], time_type: str) -> Any:
-    """The windows ``assign`` gives each of ``times`` (a batch of the time column, a pyarrow Array)
-    as the Arrow ``list<struct<start, end>>`` the JVM reads: a null list for a null time, an empty
-    one for a time in no window."""
-    import numpy as np
-    import pyarrow as pa
-
-    name = _function_name(assign)
-    present = times.is_valid().to_numpy(zero_copy_only=False)
-    series = _assign_input(times.drop_null(), time_type, name)
-    if len(series):
-        try:
-            windows = assign(series)
-        except Exception as error:
-            raise RuntimeError(f"PythonWindows: {name} raised {type(error).__name__}: {error}") from error
-        counts, starts, ends = _windows_by_time(windows, len(series), name)
-    else:  # a batch of null times: nothing to ask
-        counts, starts, ends = np.zeros(0, np.int64), series, series
-    bound_type = times.type if time_type != "bigint" else pa.int64()
-    zone = times.type.tz if time_type == "timestamp" else None
-    bounds = pa.StructArray.from_arrays(
-        [
-            pa.array(_ticks(starts, time_type, zone, name, "start"), pa.int64()).cast(bound_type),
-            pa.array(_ticks(ends, time_type, zone, name, "end"), pa.int64()).cast(bound_type),
-        ],
-        names=["start", "end"],
-    )
-    per_row = np.zeros(len(times), np.int64)
-    per_row[present] = counts
-    offsets = np.concatenate([[0], np.cumsum(per_row)])
-    if offsets[-1] > 2**31 - 1:
-        raise ValueError(
-            f"PythonWindows: {name} gave {offsets[-1]} windows to one batch of {len(times)} rows, more than an "
-            "Arrow list holds; lower spark.sql.execution.arrow.maxRecordsPerBatch"
-        )
-    null_times = None if present.all() else pa.array(~present)
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), bounds, mask=null_times)
-
-
-def _assign_input(times: Any, time_type: str, name: str) -> Any:
-    """The non-null times of a batch as ``assign`` gets them: a pandas Series of naive
-    ``datetime64[ns]`` wall-clock times (in the session time zone for TIMESTAMP) or of int64."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    kind = times.type
-    actual = (
-        "bigint" if pa.types.is_integer(kind)
-        else ("timestamp" if kind.tz is not None else "timestamp_ntz") if pa.types.is_timestamp(kind)
-        else None
-    )
-    if actual != time_type:
-        hint = f"; pass time_type={actual!r}" if actual else ""
-        raise TypeError(f"PythonWindows.of({name}, ..., time_type={time_type!r}) got a time column of Arrow type {kind}{hint}")
-    if time_type == "bigint":
-        return times.cast(pa.int64()).to_pandas()
-    offset = _fixed_offset(kind.tz) if time_type == "timestamp" else None
-    if offset is not None:  # a zone without transitions (UTC): wall-clock times are the instants shifted
-        times = pc.add(times.cast(pa.int64()), offset).cast(pa.timestamp(kind.unit))
-    try:
-        local = times.to_pandas(coerce_temporal_nanoseconds=True)
-    except pa.ArrowInvalid as error:
-        raise ValueError(
-            f"PythonWindows gives {name} its times as pandas datetime64[ns], which holds 1677-09-21 to "
-            f"2262-04-11 only: {error}"
-        ) from error
-    return local.dt.tz_localize(None) if times.type.tz is not None else local
-
-
-def _windows_by_time(windows: Any, n: int, name: str) -> Tuple[Any, Any, Any]:
-    """How many windows each of the n times has, and the windows' starts and ends in order of time,
-    from what ``assign`` returned (nulls dropped)."""
-    import numpy as np
-    import pandas as pd
-
-    forms = "columns start and end (one row per time), or row, start and end"
-    if not isinstance(windows, pd.DataFrame):
-        raise TypeError(f"PythonWindows: {name} returned a {type(windows).__name__}, not a pandas DataFrame with {forms}")
-    missing = [c for c in ("start", "end") if c not in windows.columns]
-    if missing:
-        raise ValueError(
-            f"PythonWindows: {name} returned a DataFrame without the column{'s' * (len(missing) > 1)} "
-            f"{' and '.join(missing)} (it has {', '.join(map(str, windows.columns)) or 'none'}); it needs {forms}"
-        )
-    starts, ends = windows["start"].reset_index(drop=True), windows["end"].reset_index(drop=True)
-    no_start, no_end = starts.isna().to_numpy(), ends.isna().to_numpy()
-    if (no_start != no_end).any():
-        at = int(np.flatnonzero(no_start != no_end)[0])
-        raise ValueError(
-            f"PythonWindows: {name} returned the start {starts.iloc[at]} and end {ends.iloc[at]} (at row {at}): a "
-            "window needs both, a time in no window neither"
-        )
-    listed = np.flatnonzero(~no_start)
-    if "row" not in windows.columns:
-        if len(windows) != n:
-            raise ValueError(
-                f"PythonWindows: {name} returned {len(windows)} row{'s' * (len(windows) != 1)} for {n} times; with "
-                "columns start and end it returns one row per time, in order (nulls for a time in no window), or it "
-                "adds a column row"
-            )
-        if len(listed) == n:  # every time in a window: nothing to drop
-            return np.ones(n, np.int64), starts, ends
-        return (~no_start).astype(np.int64), starts.iloc[listed], ends.iloc[listed]
-    rows = windows["row"].reset_index(drop=True)
-    if not pd.api.types.is_integer_dtype(rows.dtype) or rows.isna().any():
-        held = f"{rows.dtype} with nulls" if pd.api.types.is_integer_dtype(rows.dtype) else rows.dtype
-        raise TypeError(f"PythonWindows: {name} returned a column row of {held}, not the times' positions (integers)")
-    positions = rows.to_numpy(dtype=np.int64)[listed]
-    outside = (positions < 0) | (positions >= n)
-    if outside.any():
-        raise ValueError(
-            f"PythonWindows: {name} returned the row {positions[outside][0]}, not the position of one of the "
-            f"{n} times it was given (0 to {n - 1})"
-        )
-    order = listed[np.argsort(positions, kind="stable")]
-    return np.bincount(positions, minlength=n), starts.iloc[order], ends.iloc[order]
-
-
-def _ticks(bounds: Any, time_type: str, zone: Optional[str], name: str, column: str) -> Any:
-    """Window bounds (none null) as the time column's int64 ticks: epoch microseconds (naive
-    datetimes read in ``zone`` for TIMESTAMP, as wall-clock for TIMESTAMP_NTZ) or integers as given."""
-    import numpy as np
-    import pandas as pd
-
-    if bounds.empty:  # of any type: an empty DataFrame's columns often are float64 or object
-        return np.zeros(0, np.int64)
-    bounds = bounds.reset_index(drop=True)
-    inferred = pd.api.types.infer_dtype(bounds, skipna=True) if bounds.dtype == object else None
-    if time_type == "bigint":
-        if inferred == "integer":
-            bounds = bounds.astype(np.int64)
-        if not pd.api.types.is_integer_dtype(bounds.dtype):
-            raise TypeError(
-                f"PythonWindows: {name} returned a column {column} of {bounds.dtype}, not integers (int64, or "
-                "pandas' nullable Int64 where a time is in no window)"
-            )
-        return bounds.to_numpy(dtype=np.int64)
-    if inferred == "datetime":
-        bounds = pd.to_datetime(bounds)
-    if not pd.api.types.is_datetime64_any_dtype(bounds.dtype):
-        raise TypeError(f"PythonWindows: {name} returned a column {column} of {bounds.dtype}, not datetimes (datetime64)")
-    aware = getattr(bounds.dtype, "tz", None) is not None
-    if time_type == "timestamp_ntz" and aware:
-        raise TypeError(
-            f"PythonWindows: {name} returned a column {column} of {bounds.dtype}: windows of a TIMESTAMP_NTZ "
-            "column are naive wall-clock datetimes"
-        )
-    if time_type == "timestamp" and not aware:
-        # windows share their bounds among many times: each distinct bound is read in the zone once
-        codes, distinct = pd.factorize(bounds)
-        return _local_micros(pd.Series(distinct), zone)[codes]
-    if aware:
-        bounds = bounds.dt.tz_convert("UTC").dt.tz_localize(None)
-    return bounds.to_numpy(dtype="datetime64[us]").view(np.int64)
-
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-def _fixed_offset(zone: str) -> Optional[int]:
-    """The offset from UTC in microseconds of a zone that never changes it (UTC, '+05:30'), else None."""
-    if zone in ("UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z"):
-        return 0
-    sign, hours, minutes = zone[:1], zone[1:3], zone[4:6]
-    if len(zone) == 6 and sign in "+-" and zone[3] == ":" and (hours + minutes).isdigit():
-        return (1 if sign == "+" else -1) * (int(hours) * 60 + int(minutes)) * 60_000_000
-    return None
-
-
-def _local_micros(local: Any, zone: str) -> Any:
-    """Naive wall-clock times in ``zone`` as epoch microseconds, a time the zone skips or repeats
-    resolved as ``java.time`` resolves it (``LocalDateTime.atZone``: with the offset before the
-    transition, which is PEP 495's ``fold=0``)."""
-    import zoneinfo
-
-    import numpy as np
-
-    offset = _fixed_offset(zone)
-    if offset is not None:
-        return local.to_numpy(dtype="datetime64[us]").view(np.int64) - offset
-    instants = local.dt.tz_localize(zone, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC").dt.tz_localize(None)
-    micros = instants.to_numpy(dtype="datetime64[us]").view(np.int64).copy()
-    unresolved = instants.isna().to_numpy()
-    if unresolved.any():
-        tz = zoneinfo.ZoneInfo(zone)  # a zone with transitions is a region, which zoneinfo knows
-        skipped_or_repeated = local[unresolved]
-        resolved = {  # few: the times within an hour of a transition
-            t: (t.to_pydatetime(warn=False).replace(tzinfo=tz, fold=0) - _EPOCH) // datetime.timedelta(microseconds=1)
-            for t in skipped_or_repeated.unique()
-        }
-        micros[unresolved] = skipped_or_repeated.map(resolved).to_numpy(dtype=np.int64)
-    return micros
 
 
 def _check_length(value: Any, what: str, example: str) -> None:

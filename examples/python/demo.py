@@ -1,6 +1,8 @@
 """A demo job: per-user 10-minute sliding windows over a generated clickstream.
 
-Run it with ``python -m windowagg.demo [--users N] [--events N] [--out DIR]``. It
+Run it with ``dev/demo [--users N] [--events N] [--out DIR]`` (which sets up the environment first),
+or ``python examples/python/demo.py ...`` where windowagg and matplotlib are installed: it uses the
+package as any application does, and is not part of it. It
 
 1. generates a deterministic (seeded) clickstream in local Spark: users visit in sessions of a few
    clicks each, busy users visit more often, every click has a page and a dwell time, and clicks
@@ -169,8 +171,8 @@ def _activity_columns():
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Runs the demo; see ``python -m windowagg.demo --help``."""
-    parser = argparse.ArgumentParser(prog="python -m windowagg.demo", description=__doc__.splitlines()[0])
+    """Runs the demo; see ``dev/demo --help``."""
+    parser = argparse.ArgumentParser(prog="dev/demo", description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=2_000, help="number of users (default 2000)")
     parser.add_argument("--events", type=int, default=300_000, help="number of clicks (default 300000)")
     parser.add_argument(
