@@ -4,9 +4,10 @@
     .venv/bin/python bench/report.py bench/results/<benchmark>-<tag>.json [more.json ...] [--doc PATH] [--img PATH]
 
 re-renders the page of the benchmark that wrote the file (its "benchmark" field names the script,
-whose rerender() computes the page's values; each script's --report does the same). A page's prose
-is its notes file, bench/<benchmark>_notes.md, written by hand with {{name}} where results go;
-render_page fills it. The pieces every page shares live here:
+found in bench/run's table, bench/benchmarks.py, whose rerender() computes the page's values; each
+script's --report does the same). A page's prose is its notes file, bench/<benchmark>_notes.md,
+written by hand with {{name}} where results go; render_page fills it. The pieces every page shares
+live here:
 
   page        render_page and fill (a notes file and its values), provenance (the generated-by
               comment), run_line, banners (quick / unfinished run), machine_line, jar_line,
@@ -30,10 +31,6 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 DOCS = REPO / "docs"
 sys.path.insert(0, str(BENCH_DIR))
-
-# the "benchmark" field of a results file -> the script that renders its page
-SCRIPTS = ["sliding_batch", "aligned_batch", "count_batch", "table_windows", "table_windows_per_key", "python_windows",
-           "sliding_streaming", "sessions", "kafka_compare", "nexmark_bench", "latency", "state_upgrade"]
 
 
 # ------------------------------------------------------------------------------ page pieces
@@ -368,6 +365,18 @@ def wall_cpu_panels(series: list[Series], path: Path, *, title: str, xlabel: str
 
 # ------------------------------------------------------------------------------ command line
 
+def renderer(benchmark_field: str | None):
+    """The module of the script that renders a results file's page, found in bench/run's table from
+    the file's "benchmark" field (the script's name, such as nexmark_bench); None when no row's script
+    renders pages."""
+    from benchmarks import BENCHMARKS
+    for row in BENCHMARKS:
+        if benchmark_field == Path(row.script).stem:
+            module = importlib.import_module(row.script.removesuffix(".py").replace("/", "."))
+            return module if hasattr(module, "rerender") else None
+    return None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Re-render a benchmark's page from its results file(s).")
     p.add_argument("results", nargs="+", help="bench/results/<benchmark>-<tag>.json (aligned_batch takes several)")
@@ -375,9 +384,9 @@ def main(argv=None) -> int:
     p.add_argument("--img", help="the plot to write (default: the benchmark's plot under docs/img/)")
     a = p.parse_args(argv)
     benchmark = load(a.results[0]).get("benchmark")
-    if benchmark not in SCRIPTS:
-        p.error(f"{a.results[0]}: unknown benchmark {benchmark!r} (known: {', '.join(SCRIPTS)})")
-    module = importlib.import_module(benchmark)
+    module = renderer(benchmark)
+    if module is None:
+        p.error(f"{a.results[0]}: no benchmark of bench/run --list renders {benchmark!r} results")
     given = {k: Path(v) for k, v in (("doc", a.doc), ("img", a.img)) if v}  # else the benchmark's own
     module.rerender([Path(x) for x in a.results], **given)
     return 0
