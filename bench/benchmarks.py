@@ -33,6 +33,7 @@ class Benchmark:
     measures: str
     tagged: bool = True  # False: the script takes no --quick/--tag, and logs to <results>.log
     flink: bool = False  # compares with Apache Flink: its virtualenv is set up first (only when missing)
+    args: tuple[str, ...] = ()  # always given to the script: one script can run as several benchmarks
 
 
 BENCHMARKS = [
@@ -44,9 +45,9 @@ BENCHMARKS = [
               "count windows (count N rows) against Spark's ROWS frame"),
     Benchmark("table-windows", "table_windows.py", "table_windows", "docs/benchmarks-table-windows.md",
               "windows given as a table against the range join a user writes"),
-    Benchmark("table-windows-per-key", "table_windows_per_key.py", "table_windows_per_key",
+    Benchmark("table-windows-per-key", "table_windows.py", "table_windows_per_key",
               "docs/benchmarks-table-windows-per-key.md",
-              "per-key windows given as a table against the range join on the key"),
+              "per-key windows given as a table against the range join on the key", args=("--per-key",)),
     Benchmark("python-windows", "python_windows.py", "python_windows", "docs/benchmarks-python-windows.md",
               "windows a Python function assigns against the same windows in Java"),
     Benchmark("streaming", "sliding_streaming.py", "sliding_streaming", "docs/benchmarks-streaming.md",
@@ -121,7 +122,7 @@ def main(argv: list[str]) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))
     # Python workers (pandas UDFs) run this interpreter, which has pandas and pyarrow
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    script = [sys.executable, "-u", str(BENCH_DIR / benchmark.script)]
+    script = [sys.executable, "-u", str(BENCH_DIR / benchmark.script), *benchmark.args]
     if any(a in ("-h", "--help") or a.startswith("--report") for a in args):
         os.execv(sys.executable, script + args)
     commands = [script + args]

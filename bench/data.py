@@ -4,7 +4,7 @@
   sliding_stream_files  sliding_streaming.py's events as micro-batch files (also kafka_compare.py's sliding input)
   session_events        sessions.py's events (also aligned_batch.py's sessions regression)
   session_files         the same events as micro-batch files (sessions.py streaming, kafka_compare.py's session input)
-  table_events          table_windows.py's events over a year (also table_windows_per_key.py's)
+  table_events          table_windows.py's events over a year (global and per-key windows)
 
 The same arguments and seed give the same rows. A benchmark used by only one script keeps its generator
 (aligned_batch.py's aligned_input, count_batch.py's make_input).

@@ -3,9 +3,9 @@
 
     .venv/bin/python bench/report.py bench/results/<benchmark>-<tag>.json [more.json ...] [--doc PATH] [--img PATH]
 
-re-renders the page of the benchmark that wrote the file (its "benchmark" field names the script,
-found in bench/run's table, bench/benchmarks.py, whose rerender() computes the page's values; each
-script's --report does the same). A page's prose is its notes file, bench/<benchmark>_notes.md,
+re-renders the page of the benchmark that wrote the file (its "benchmark" field names the script, or
+the results of a row running it, in bench/run's table, bench/benchmarks.py; the script's rerender()
+computes the page's values, and its --report does the same). A page's prose is its notes file, bench/<benchmark>_notes.md,
 written by hand with {{name}} where results go; render_page fills it. The pieces every page shares
 live here:
 
@@ -367,11 +367,11 @@ def wall_cpu_panels(series: list[Series], path: Path, *, title: str, xlabel: str
 
 def renderer(benchmark_field: str | None):
     """The module of the script that renders a results file's page, found in bench/run's table from
-    the file's "benchmark" field (the script's name, such as nexmark_bench); None when no row's script
-    renders pages."""
+    the file's "benchmark" field: the script's name (nexmark_bench), or the results name of a row that
+    runs its script with fixed arguments (table_windows_per_key); None when no row's script renders pages."""
     from benchmarks import BENCHMARKS
     for row in BENCHMARKS:
-        if benchmark_field == Path(row.script).stem:
+        if benchmark_field in (Path(row.script).stem, row.results):
             module = importlib.import_module(row.script.removesuffix(".py").replace("/", "."))
             return module if hasattr(module, "rerender") else None
     return None
