@@ -170,7 +170,7 @@ def run_query(name: str, spark, a, source: Path, checkpoint: Path, batches: int,
 
 CATEGORIES = [  # (label, substrings of a frame "class.method"), first match from the top of the stack wins
     ("windowagg: window sweep / finality (core)", ["windowagg.core."]),
-    ("windowagg: Spark aggregate buffers (SparkAggregates)", ["windowagg.spark.SparkAggregates"]),
+    ("windowagg: Spark aggregate buffers (SparkAggregates)", ["SparkAggregates."]),
     ("Row <-> InternalRow conversion (encoders)", ["catalyst.encoders.ExpressionEncoder$Serializer",
                                                    "catalyst.encoders.ExpressionEncoder$Deserializer",
                                                    "CatalystTypeConverters"]),

@@ -3,7 +3,7 @@ package windowagg
 import java.time.{DateTimeException, DayOfWeek, Duration, LocalDate, ZoneId}
 import java.util.Locale
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, TimeSpan, WindowError}
 
 /**
  * Windows aligned to the local calendar of a time zone: `n` days, weeks, months, quarters or years,
@@ -55,7 +55,7 @@ final class CalendarWindows private (
           throw WindowError(s"$this on an integral epoch column needs a time zone for its ${unit.plural}: add inZone(UTC) or another zone")
         case None => timeline
       }
-    CalendarWindows.Resolved(unit, size, advance.getOrElse(size), firstDay, readIn, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    CalendarWindows.Resolved(unit, size, advance.getOrElse(size), firstDay, readIn, gracePeriod.map(timeline.ticks(_, "grace period")))
   }
 
   override def spec: String =

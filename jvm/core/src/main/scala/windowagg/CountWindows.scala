@@ -29,7 +29,7 @@ final class CountWindows private (val length: Long, parts: StormWindows.Parts)
       case EveryRows(n) => RowWindowCursor.EveryRows(n)
       case EveryTime(span) => RowWindowCursor.EveryTicks(StormWindows.slideTicks(span, timeline))
     }
-    CutAtRows(RowWindowCursor.LastRows(length), trigger, lagPeriod.map(_.toTicks(timeline, "lag")))
+    CutAtRows(RowWindowCursor.LastRows(length), trigger, lagPeriod.map(timeline.ticks(_, "lag")))
   }
 }
 

@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{Ticks, TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, Ticks, TimeSpan, WindowError}
 
 /**
  * Cumulative windows (Flink's CUMULATE): time is cut into periods of `maxSize` (starting at
@@ -34,9 +34,9 @@ final class CumulativeWindows private (
     new CumulativeWindows(step, maxSize, Some(TimeSpan.nonNegative(o, "window offset")), gracePeriod)
 
   override def resolve(timeline: Timeline): CumulativeWindows.Resolved = {
-    val stepTicks = step.toTicks(timeline, "cumulative window step")
-    val maxTicks = maxSize.toTicks(timeline, "cumulative window max size")
-    val offsetTicks = offset.map(_.toTicks(timeline, "window offset")).getOrElse(0L)
+    val stepTicks = timeline.ticks(step, "cumulative window step")
+    val maxTicks = timeline.ticks(maxSize, "cumulative window max size")
+    val offsetTicks = offset.map(timeline.ticks(_, "window offset")).getOrElse(0L)
     if (stepTicks <= 0) throw WindowError(s"cumulative window step must be positive, got $step")
     if (maxTicks <= 0) throw WindowError(s"cumulative window max size must be positive, got $maxSize")
     if (maxTicks % stepTicks != 0) {
@@ -44,7 +44,7 @@ final class CumulativeWindows private (
     }
     if (offsetTicks >= maxTicks) throw WindowError(s"window offset ${offset.get} must be less than the max size $maxSize")
     WindowSpec.checkWindowsPerTime(this, maxTicks / stepTicks, "use a larger step")
-    CumulativeWindows.Resolved(stepTicks, maxTicks, offsetTicks, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    CumulativeWindows.Resolved(stepTicks, maxTicks, offsetTicks, gracePeriod.map(timeline.ticks(_, "grace period")))
   }
 
   override def spec: String =

@@ -5,7 +5,7 @@ import java.time.Duration
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, TimeSpan, WindowError}
 
 /**
  * A user's own kind of windows (an [[EnumerableWindowDefinition]]), as an instance or by class
@@ -31,7 +31,7 @@ final class CustomWindows private (
       try definition.maxSize(timeline)
       catch { case NonFatal(e) => throw WindowError(s"$className.maxSize failed: ${e.getMessage}") }
     if (maxSize <= 0) throw WindowError(s"$className.maxSize must be positive, got $maxSize")
-    val resolved = CustomWindows.Resolved(definition, timeline, maxSize, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    val resolved = CustomWindows.Resolved(definition, timeline, maxSize, gracePeriod.map(timeline.ticks(_, "grace period")))
     // a definition that lists wrong windows fails here, at analysis, where it does so for common times
     Seq(0L, timeline.fromInstant(java.time.Instant.parse("2024-02-29T12:34:56.789Z"))).foreach(t => resolved.foreachWindow(t)((_, _) => ()))
     resolved

@@ -27,9 +27,9 @@ final class DurationWindows private (val length: TimeSpan, parts: StormWindows.P
   override protected def lengthString: String = s"DurationWindows.of($length)"
 
   override def resolve(timeline: Timeline): CutAtRows = {
-    val lengthTicks = length.toTicks(timeline, "window length")
+    val lengthTicks = timeline.ticks(length, "window length")
     if (lengthTicks <= 0) throw WindowError(s"window length must be positive, got $length")
-    val grace = lagPeriod.map(_.toTicks(timeline, "lag"))
+    val grace = lagPeriod.map(timeline.ticks(_, "lag"))
     val trigger = slide match {
       case EveryRows(n) => RowWindowCursor.EveryRows(n)
       case EveryTime(span) => RowWindowCursor.EveryTicks(StormWindows.slideTicks(span, timeline))

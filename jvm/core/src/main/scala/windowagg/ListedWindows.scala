@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, TimeSpan, WindowError}
 
 /**
  * Windows each row lists: a column of the query gives, per row, the windows `[start, end)` of the
@@ -41,9 +41,9 @@ final class ListedWindows private (
   override def listingColumn: Option[String] = column
 
   override def resolve(timeline: Timeline): ListedWindows.Resolved = {
-    val size = maxSize.toTicks(timeline, "max size")
+    val size = timeline.ticks(maxSize, "max size")
     if (size <= 0) throw WindowError(s"the max size of listed windows must be positive, got ${maxSize.spec}")
-    ListedWindows.Resolved(size, maxSize.spec, disjoint, gracePeriod.map(_.toTicks(timeline, "grace period")), timeline)
+    ListedWindows.Resolved(size, maxSize.spec, disjoint, gracePeriod.map(timeline.ticks(_, "grace period")), timeline)
   }
 
   override def spec: String =
@@ -80,12 +80,6 @@ object ListedWindows extends WindowSpec.Reader {
 
   private def maxSize(size: TimeSpan): ListedWindows =
     new ListedWindows(None, TimeSpan.positive(size, "the max size of listed windows"), false, None)
-
-  /**
-   * The last tick of the latest of a time's windows (pairs sorted by end, as [[Resolved.checked]]
-   * returns them, at least one): they hold the time's records until it is final (streaming).
-   */
-  def closesAt(windows: Array[Long]): Long = windows(windows.length - 1) - 1
 
   /**
    * Listed windows in ticks of `timeline`. The windows of a time come with its rows, as pairs
@@ -147,8 +141,7 @@ object ListedWindows extends WindowSpec.Reader {
           s"${shownAll(a)} and ${shownAll(b)}; a time's windows must not depend on anything but the time")
       }
 
-    /** A window listed for the slice at `listedAt` but not for the one at `notAt`, which it contains. */
-    def unlisted(start: Long, end: Long, listedAt: Long, notAt: Long): WindowError =
+    override def unlisted(start: Long, end: Long, listedAt: Long, notAt: Long): WindowError =
       WindowError(s"the window ${shown(start, end)} is listed for ${timeline.format(listedAt)} but not for " +
         s"${timeline.format(notAt)}, which it contains: a window must be listed for every time in it")
 

@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{PartialAggregation, Reaching, SessionSweep, TimeSpan, WindowCursor, WindowError}
+import windowagg.core.{MergingWindows, PartialAggregation, Reaching, SessionSweep, TimeSpan, WindowCursor, WindowError}
 import windowagg.core.Ticks.saturatingAdd
 
 /**
@@ -24,11 +24,11 @@ final class SessionWindows private (val gap: Option[TimeSpan], val gapColumn: Op
 
   override def resolve(timeline: Timeline): SessionWindows.Resolved = {
     val ticks = gap.map { g =>
-      val t = g.toTicks(timeline, "session inactivity gap")
+      val t = timeline.ticks(g, "session inactivity gap")
       if (t <= 0) throw WindowError(s"session inactivity gap must be positive, got $g")
       t
     }
-    SessionWindows.Resolved(ticks, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    SessionWindows.Resolved(ticks, gracePeriod.map(timeline.ticks(_, "grace period")))
   }
   override def spec: String =
     gap.map(g => s"session gap ${g.spec}").getOrElse(s"session gap column ${gapColumn.get}") + WindowSpec.graceSpec(gracePeriod)

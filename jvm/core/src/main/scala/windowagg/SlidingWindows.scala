@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{PartialAggregation, Reaching, SlidingWindowSweep, TimeSpan, Timed, WindowCursor, WindowError}
+import windowagg.core.{PartialAggregation, Reaching, ResolvedWindows, SlidingWindowSweep, TimeSpan, Timed, WindowCursor, WindowError}
 import windowagg.core.Ticks.saturatingAdd
 
 /**
@@ -21,9 +21,9 @@ final class SlidingWindows private (val size: TimeSpan, val gracePeriod: Option[
   def grace(afterWindowEnd: Duration): SlidingWindows = new SlidingWindows(size, Some(WindowSpec.grace(afterWindowEnd)))
 
   override def resolve(timeline: Timeline): SlidingWindows.Resolved = {
-    val ticks = size.toTicks(timeline, "sliding window size")
+    val ticks = timeline.ticks(size, "sliding window size")
     if (ticks <= 0) throw WindowError(s"sliding window size must be positive, got $size")
-    SlidingWindows.Resolved(ticks, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    SlidingWindows.Resolved(ticks, gracePeriod.map(timeline.ticks(_, "grace period")))
   }
   override def spec: String = s"sliding ${size.spec}${WindowSpec.graceSpec(gracePeriod)}"
   override def toString: String = s"SlidingWindows.of($size)${gracePeriod.map(g => s".grace($g)").getOrElse("")}"

@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{PartialAggregation, RowWindowCursor, TimeSpan, Timed, WindowError}
+import windowagg.core.{PartialAggregation, RowWindowCursor, RowWindows, TimeSpan, Timed, WindowError}
 import windowagg.core.RowWindowCursor.{LastRows, LastTicks, Length, Trigger}
 import windowagg.core.Ticks.saturatingAdd
 
@@ -137,7 +137,7 @@ object StormWindows {
   }
 
   def slideTicks(span: TimeSpan, timeline: Timeline): Long = {
-    val ticks = span.toTicks(timeline, "slide")
+    val ticks = timeline.ticks(span, "slide")
     if (ticks <= 0) throw WindowError(s"the slide must be positive, got $span")
     ticks
   }

@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 import java.security.MessageDigest
 import java.time.Duration
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, ResolvedWindows, TimeSpan, WindowError}
 
 /**
  * Windows given as data: each row of a table or view is a window `[start, end)`, in the time
@@ -70,7 +70,7 @@ final class TableWindows private (
     val windows = listed.getOrElse(throw WindowError(
       s"the windows of table $table are read by windowagg's Spark session extension when a query is analyzed; " +
         "this definition has not been read"))
-    val grace = gracePeriod.map(_.toTicks(timeline, "grace period"))
+    val grace = gracePeriod.map(timeline.ticks(_, "grace period"))
     def resolved(l: TableWindows.Listed) = TableWindows.Resolved(l.starts, l.ends, grace)
     if (keyColumns.isEmpty) resolved(windows.byKey.getOrElse(Seq.empty, TableWindows.Listed(Array.emptyLongArray, Array.emptyLongArray)))
     else TableWindows.ResolvedByKey(keyColumns, windows.byKey.map { case (k, l) => k -> resolved(l) }, grace, Array.emptyIntArray)

@@ -2,7 +2,7 @@ package windowagg
 
 import java.time.Duration
 
-import windowagg.core.{Ticks, TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, Ticks, TimeSpan, WindowError}
 
 /**
  * Kafka Streams' time windows: tumbling windows of a fixed size, or hopping ones that advance by a
@@ -40,9 +40,9 @@ final class TimeWindows private (
     new TimeWindows(size, advance, Some(TimeSpan.nonNegative(o, "window offset")), gracePeriod)
 
   override def resolve(timeline: Timeline): TimeWindows.Resolved = {
-    val sizeTicks = size.toTicks(timeline, "window size")
-    val advanceTicks = advance.map(_.toTicks(timeline, "window advance")).getOrElse(sizeTicks)
-    val offsetTicks = offset.map(_.toTicks(timeline, "window offset")).getOrElse(0L)
+    val sizeTicks = timeline.ticks(size, "window size")
+    val advanceTicks = advance.map(timeline.ticks(_, "window advance")).getOrElse(sizeTicks)
+    val offsetTicks = offset.map(timeline.ticks(_, "window offset")).getOrElse(0L)
     if (sizeTicks <= 0) throw WindowError(s"window size must be positive, got $size")
     if (advanceTicks <= 0) throw WindowError(s"window advance must be positive, got ${advance.get}")
     if (advanceTicks > sizeTicks) {
@@ -54,7 +54,7 @@ final class TimeWindows private (
     }
     WindowSpec.checkWindowsPerTime(this, (sizeTicks - 1) / advanceTicks + 1,
       "use a larger advance, or SlidingWindows.of(size) for a window ending at every row")
-    TimeWindows.Resolved(sizeTicks, advanceTicks, offsetTicks, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    TimeWindows.Resolved(sizeTicks, advanceTicks, offsetTicks, gracePeriod.map(timeline.ticks(_, "grace period")))
   }
 
   override def spec: String =

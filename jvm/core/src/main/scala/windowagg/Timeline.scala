@@ -4,7 +4,7 @@ import java.time.{Instant, LocalDateTime, ZoneId, ZoneOffset}
 import java.util.Locale
 import java.util.concurrent.TimeUnit
 
-import windowagg.core.WindowError
+import windowagg.core.{TimeSpan, WindowError}
 
 /**
  * How a time column's values map to instants: ticks of `unit` since the epoch. An integral column
@@ -33,6 +33,18 @@ final case class Timeline(declaredUnit: Option[TimeUnit], zone: ZoneId, isTimest
 
   /** A local date-time in `zone` in ticks; in a gap or overlap of the zone's offset, as `java.time` resolves it. */
   def fromLocal(local: LocalDateTime): Long = fromInstant(local.atZone(zone).toInstant)
+
+  /**
+   * A length of time given for this column in its ticks; `what` names it in error messages. A bare
+   * count of ticks is only meaningful for an integral column.
+   */
+  def ticks(span: TimeSpan, what: String): Long = span match {
+    case TimeSpan.OfTicks(n) if isTimestamp =>
+      throw WindowError(
+        s"$what $n is a number of ticks, but the time column is a timestamp: give it as a duration such as '10 minutes'")
+    case TimeSpan.OfTicks(n) => n
+    case _ => span.toTicks(unit, what)
+  }
 
   /** The same column read in another zone (calendar windows with their own zone). */
   def inZone(other: ZoneId): Timeline = copy(zone = other)

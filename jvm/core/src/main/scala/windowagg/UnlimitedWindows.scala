@@ -3,7 +3,7 @@ package windowagg
 import java.time.{Duration, Instant}
 import java.time.format.DateTimeParseException
 
-import windowagg.core.{TimeSpan, WindowError}
+import windowagg.core.{EnumeratedWindows, TimeSpan, WindowError}
 
 /**
  * Kafka Streams' unlimited windows: one window per key from a start time on, never closing. Batch
@@ -44,7 +44,7 @@ final class UnlimitedWindows private (val start: Option[Either[Instant, Long]], 
     }
     val endTicks = if (timeline.isTimestamp) timeline.fromInstant(UnlimitedWindows.LastShownInstant) else Long.MaxValue
     if (startTicks >= endTicks) throw WindowError(s"the start of unlimited windows must be before ${timeline.format(endTicks)}")
-    UnlimitedWindows.Resolved(startTicks, endTicks, gracePeriod.map(_.toTicks(timeline, "grace period")))
+    UnlimitedWindows.Resolved(startTicks, endTicks, gracePeriod.map(timeline.ticks(_, "grace period")))
   }
 
   override def spec: String =

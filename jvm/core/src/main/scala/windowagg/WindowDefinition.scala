@@ -1,5 +1,7 @@
 package windowagg
 
+import windowagg.core.ResolvedWindows
+
 /**
  * What windows exist, independent of any engine (the idea of Kafka's KIP-645): a value the user
  * builds once and hands to a windowed aggregation (`groupBy(window(ts, definition))`, the SQL

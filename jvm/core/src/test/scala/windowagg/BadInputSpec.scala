@@ -12,7 +12,7 @@ import org.scalacheck.{Gen, Shrink}
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
-import windowagg.core.{DeterministicPropertyChecks, ReferenceWindows, WindowError}
+import windowagg.core.{DeterministicPropertyChecks, EnumeratedWindows, ReferenceWindows, WindowError}
 
 /**
  * Bad input never crashes the core, and is never misread: the windows of a time at the ends of the

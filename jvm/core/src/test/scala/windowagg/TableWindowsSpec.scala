@@ -8,7 +8,7 @@ import scala.util.Random
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
-import windowagg.core.{Reaching, ReferenceWindows, SweepHarness, WindowError}
+import windowagg.core.{EnumeratedWindows, Reaching, ReferenceWindows, SweepHarness, WindowError}
 import windowagg.core.TestAggregations.Collect
 
 /** Table windows in ticks: slices cut at the windows' bounds, and each time's windows, against checking every window. */

@@ -7,7 +7,8 @@ import org.apache.spark.sql.functions.col
 
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.spark.{streaming, WindowAggregateExec, WindowGroupingExpression, WindowOptions, WindowView}
+import windowagg.spark.{WindowAggregateExec, streaming}
+import windowagg.spark.common.{WindowGroupingExpression, WindowOptions, WindowView}
 
 /**
  * The Scala (and py4j) API. Use a window as a grouping key, like Spark's own `window()`:

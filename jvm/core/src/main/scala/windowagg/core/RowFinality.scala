@@ -1,6 +1,5 @@
 package windowagg.core
 
-import windowagg.RowWindows
 
 /**
  * Streaming rules for kinds cut at rows ([[RowWindows]]), against a watermark in ticks. A key keeps

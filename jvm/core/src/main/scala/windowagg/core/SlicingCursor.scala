@@ -3,8 +3,6 @@ package windowagg.core
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
-import windowagg.{EnumeratedWindows, ListedWindows, Window}
-
 /**
  * The windows of an enumerable kind over one key's slice partials, by slicing: each slice's
  * partial is made once, and each window combines the slices it holds through a [[FifoAggregator]],
@@ -36,7 +34,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private val fifo = new FifoAggregator[P](agg)
   private var held = 0L
   private var heldUntil = 0L
-  private val pending = new java.util.TreeSet[Window](SlicingCursor.byEndThenStart)
+  private val pending = new java.util.TreeSet[SlicingCursor.Window](SlicingCursor.byEndThenStart)
   // the partials of aligned runs of slices: at level l, the run of slices [i << l, (i + 1) << l) by i
   private val runs = mutable.ArrayBuffer.empty[mutable.LongMap[P]]
   private var runsKept = 0
@@ -45,7 +43,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var anySlice = false
   private var next: Reaching[P] = read()
 
-  private var current: Window = _
+  private var current: SlicingCursor.Window = _
   // Long.MaxValue while none is left out: no window's last tick is, as its end is exclusive
   private var earliestLeftOut = Long.MaxValue
 
@@ -92,7 +90,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
 
   private def addWindow(start: Long, end: Long): Unit =
     if (end - 1 >= lastTickBefore) leaveOut(end - 1)
-    else if (end - 1 >= lastTickFrom) pending.add(Window(start, end))
+    else if (end - 1 >= lastTickFrom) pending.add(SlicingCursor.Window(start, end))
 
   /** Notes a window left out for ending at or after the bound (none if `lastTick` is Long.MaxValue). */
   private def leaveOut(lastTick: Long): Unit = earliestLeftOut = math.min(earliestLeftOut, lastTick)
@@ -100,25 +98,23 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   override def leftOut: Option[Long] = Option.when(earliestLeftOut != Long.MaxValue)(earliestLeftOut)
 
   /**
-   * The windows a slice's records listed themselves ([[ListedWindows]]). Every window pending holds
+   * The windows a slice's records listed themselves ([[windowagg.core.Reaching.listed]]). Every window pending holds
    * `t` (those ending at or before it are out), so `t` must list them all: more pending than listed
    * is a window some earlier time listed and `t` does not.
    */
   private def addListed(t: Long, listed: Array[Long]): Unit = {
     var i = 0
     while (i < listed.length) {
-      val w = Window(listed(i), listed(i + 1))
+      val w = SlicingCursor.Window(listed(i), listed(i + 1))
       if (!anySlice || w.start > previousSlice) pending.add(w)
-      else if (!pending.contains(w)) throw listedKind.unlisted(w.start, w.end, listedAt = t, notAt = previousSlice)
+      else if (!pending.contains(w)) throw kind.unlisted(w.start, w.end, listedAt = t, notAt = previousSlice)
       i += 2
     }
     if (pending.size != listed.length / 2) {
       val w = pending.iterator.asScala.find(w => !(0 until listed.length by 2).exists(j => listed(j) == w.start && listed(j + 1) == w.end)).get
-      throw listedKind.unlisted(w.start, w.end, listedAt = previousSlice, notAt = t)
+      throw kind.unlisted(w.start, w.end, listedAt = previousSlice, notAt = t)
     }
   }
-
-  private def listedKind: ListedWindows.Resolved = kind.asInstanceOf[ListedWindows.Resolved]
 
   /** The aggregate of the kept slices in [start, end): the FIFO moved there, from the tree when going back. */
   private def combine(start: Long, end: Long): P = {
@@ -204,6 +200,8 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
 }
 
 private object SlicingCursor {
+  final case class Window(start: Long, end: Long)
+
   val byEndThenStart: java.util.Comparator[Window] = (a: Window, b: Window) => {
     val byEnd = java.lang.Long.compare(a.end, b.end)
     if (byEnd != 0) byEnd else java.lang.Long.compare(a.start, b.start)

@@ -4,8 +4,6 @@ import java.time.Duration
 import java.util.Locale
 import java.util.concurrent.TimeUnit
 
-import windowagg.Timeline
-
 /**
  * A length of time as a user gives it: either a duration ("10 minutes", java.time.Duration) or a
  * bare count of ticks of the time column's own unit (for integral time columns). It is turned into
@@ -14,15 +12,6 @@ import windowagg.Timeline
 sealed trait TimeSpan {
   /** This span in ticks of `unit`; `what` names the span in error messages. */
   def toTicks(unit: TimeUnit, what: String): Long
-
-  /** This span in ticks of a time column; a bare count of ticks is only meaningful for an integral column. */
-  def toTicks(timeline: Timeline, what: String): Long = this match {
-    case TimeSpan.OfTicks(n) if timeline.isTimestamp =>
-      throw WindowError(
-        s"$what $n is a number of ticks, but the time column is a timestamp: give it as a duration such as '10 minutes'")
-    case TimeSpan.OfTicks(n) => n
-    case _ => toTicks(timeline.unit, what)
-  }
 
   /** As the spec grammar writes it: a bare number of ticks, or a duration like "10 minutes". */
   def spec: String

@@ -13,7 +13,7 @@ trait WindowCursor[P] {
 
   /**
    * For a cursor told to leave out the windows whose last tick is at or after a bound
-   * ([[windowagg.ResolvedWindows.cursorEndingIn]]): the earliest last tick among those it left out, if any.
+   * ([[ResolvedWindows.cursorEndingIn]]): the earliest last tick among those it left out, if any.
    */
   def leftOut: Option[Long] = None
 }

@@ -1,7 +1,5 @@
 package windowagg.core
 
-import windowagg.{ListedWindows, ResolvedWindows}
-
 /**
  * Streaming rules for any kind swept from per-time partials, against a watermark in ticks: a
  * window is final once its last tick is behind the watermark, and a final window is never created
@@ -18,7 +16,7 @@ final class WindowFinality(kind: ResolvedWindows) {
    * The last tick of the latest window holding a partial at `time` whose records listed their
    * windows `listed` (pairs sorted by end, [[windowagg.ListedWindows]]), or the kind's own when null.
    */
-  def closesAt(time: Long, listed: Array[Long]): Long = if (listed == null) kind.closesAt(time) else ListedWindows.closesAt(listed)
+  def closesAt(time: Long, listed: Array[Long]): Long = if (listed == null) kind.closesAt(time) else WindowFinality.lastListedTick(listed)
 
   /** A record is late once every window that could hold it (those it listed, if any) is final. */
   def isLate(time: Long, listed: Array[Long], watermark: Long): Boolean = closesAt(time, listed) < watermark
@@ -29,7 +27,7 @@ final class WindowFinality(kind: ResolvedWindows) {
   /** The earliest partial time to keep once windows whose last tick is before `finalBefore` are final. */
   def oldestNeeded(finalBefore: Long): Long = kind.oldestNeeded(finalBefore)
 
-  /** The kind's [[windowagg.ResolvedWindows.foldable]] span once windows whose last tick is before `finalBefore` are final. */
+  /** The kind's [[ResolvedWindows.foldable]] span once windows whose last tick is before `finalBefore` are final. */
   def foldable(finalBefore: Long): Option[(Long, Long)] = kind.foldable(finalBefore)
 
   /**
@@ -65,9 +63,15 @@ final class WindowFinality(kind: ResolvedWindows) {
 object WindowFinality {
 
   /**
-   * The kind's [[windowagg.ResolvedWindows.certainlyHeldUntil]] of a record at `time`; a record's
+   * The kind's [[ResolvedWindows.certainlyHeldUntil]] of a record at `time`; a record's
    * listed windows (when not null) exist by its listing, so it is held until the latest is final.
    */
   def certainlyHeldUntil(kind: ResolvedWindows, time: Long, listed: Array[Long]): Long =
-    if (listed == null) kind.certainlyHeldUntil(time) else ListedWindows.closesAt(listed)
+    if (listed == null) kind.certainlyHeldUntil(time) else lastListedTick(listed)
+
+  /**
+   * The last tick of the latest of the windows a time's records listed (pairs sorted by end, at
+   * least one): they hold the time's records until it is final.
+   */
+  def lastListedTick(listed: Array[Long]): Long = listed(listed.length - 1) - 1
 }

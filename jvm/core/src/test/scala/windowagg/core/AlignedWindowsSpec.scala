@@ -6,7 +6,7 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
-import windowagg.{CumulativeWindows, EnumeratedWindows, TimeWindows}
+import windowagg.{CumulativeWindows, TimeWindows}
 import windowagg.core.TestAggregations.Collect
 
 /**

@@ -8,7 +8,7 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
-import windowagg.{CountWindows, DurationWindows, ResolvedWindows, StormWindows, Timeline, WindowSpec}
+import windowagg.{CountWindows, DurationWindows, StormWindows, Timeline, WindowSpec}
 import windowagg.StormWindows.CutAtRows
 import windowagg.core.RowWindowCursor.{EveryRows, EveryTicks, LastRows, LastTicks}
 import windowagg.core.TestAggregations.Collect

@@ -15,6 +15,7 @@ import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
 import windowagg.{ListedWindows, SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
 import windowagg.core.{TimeSpan, WindowError}
+import windowagg.spark.common.{WindowAggError, WindowAggException, WindowGroupingExpression, WindowOptions, WindowView}
 
 /**
  * The SQL surface, one registry: the extension registers every function listed in `grouping`,

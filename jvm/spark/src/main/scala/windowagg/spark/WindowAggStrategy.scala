@@ -7,9 +7,11 @@ import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.windowagg.SparkInternals
 
+import windowagg.spark.common.{AggregateBeforeShuffle, WindowAggregate}
+
 /**
- * Plans [[WindowAggregate]] (with the projection over it) as [[WindowAggregateExec]], over Spark's partial aggregation where
- * [[AggregateBeforeShuffle]] chooses it, and a streaming aggregation's [[streaming.CombineBeforeShuffle]]
+ * Plans [[windowagg.spark.common.WindowAggregate]] (with the projection over it) as [[WindowAggregateExec]], over Spark's partial aggregation where
+ * [[windowagg.spark.common.AggregateBeforeShuffle]] chooses it, and a streaming aggregation's [[streaming.CombineBeforeShuffle]]
  * as its kind combines rows before the shuffle.
  */
 case class WindowAggStrategy(session: SparkSession) extends SparkStrategy {

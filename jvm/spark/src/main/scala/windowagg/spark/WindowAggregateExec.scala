@@ -11,8 +11,10 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.LongType
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{ListedWindows, ResolvedWindows, RowWindows}
-import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
+import windowagg.ListedWindows
+import windowagg.core.{Reaching, ResolvedWindows, RowWindowCursor, RowWindows, Timed, WindowCursor}
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, PackedRow, RowIntake, SparkAggregates, TimeColumn,
+  WindowView, WindowsOfKey}
 
 /**
  * Physical windowed aggregation for any kind of window: the child is clustered by the keys and
@@ -23,7 +25,7 @@ import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
  * arrival order. Memory per task is bounded by the partials of one window, not by the rows of a key.
  *
  * The child gives rows, or with `partials` the partials aggregated before the shuffle
- * ([[AggregateBeforeShuffle]]): per (keys, partial time) a row count and the aggregates' buffers,
+ * ([[windowagg.spark.common.AggregateBeforeShuffle]]): per (keys, partial time) a row count and the aggregates' buffers,
  * sorted by (keys, partial time), merged here as rows would be folded. `choice` says which, and why.
  *
  * Each window's output row is `result`: expressions of the keys, `windowStart`, `windowEnd` and the

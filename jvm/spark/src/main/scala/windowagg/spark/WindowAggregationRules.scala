@@ -8,7 +8,9 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.toPrettySQL
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.RowWindows
+import windowagg.core.RowWindows
+import windowagg.spark.common.{WindowAggError, WindowAggException, WindowAggregate, WindowGroupingExpression,
+  WindowView}
 
 /**
  * Resolution (runs to a fixed point with Spark's own rules): an Aggregate grouped by
@@ -59,7 +61,7 @@ case class PlaceWindowColumn(session: SparkSession) extends Rule[LogicalPlan] {
 
 /**
  * Post-hoc resolution (once, after all names are resolved): the Aggregate over a placed window
- * column becomes a [[WindowAggregate]] under a Project that rebuilds the Aggregate's output
+ * column becomes a [[windowagg.spark.common.WindowAggregate]] under a Project that rebuilds the Aggregate's output
  * (same names and expression ids) from the keys, the window bounds and the aggregate values.
  * Anything that cannot be computed this way is rejected here with a message naming it.
  */

@@ -13,6 +13,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg._
 import windowagg.functions.window
+import windowagg.spark.common.AggregateBeforeShuffle
 
 /**
  * The planner's choice of aggregating before the shuffle in batch: when it does, why it says it

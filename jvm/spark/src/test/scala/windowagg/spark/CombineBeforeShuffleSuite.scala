@@ -12,6 +12,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import windowagg.{CumulativeWindows, SessionWindows, SlidingWindows, TimeWindows, WindowDefinition}
 import windowagg.functions.window
 import windowagg.spark.streaming.{Combine, CombineBeforeShuffle, SessionRunsExec, StreamingIntakeExec}
+import windowagg.spark.common.{AggregateBeforeShuffle, WindowAggException}
 
 /**
  * Streaming rows combined before the shuffle (per key and partial time through Spark's partial

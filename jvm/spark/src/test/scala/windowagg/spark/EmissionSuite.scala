@@ -8,6 +8,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg._
 import windowagg.functions.window
+import windowagg.spark.common.WindowAggException
 
 /**
  * The emission policies: early firing (`emit = "every <interval>"`) gives an open window's running

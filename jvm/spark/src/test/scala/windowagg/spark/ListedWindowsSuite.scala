@@ -11,6 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{ListedWindows, WindowSpec}
 import windowagg.functions.window
+import windowagg.spark.common.AggregateBeforeShuffle
 
 /**
  * Windows each row lists in a column ([[ListedWindows]], what Python's `PythonWindows` computes

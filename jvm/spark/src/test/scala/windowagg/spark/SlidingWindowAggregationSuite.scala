@@ -10,6 +10,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.SlidingWindows
 import windowagg.functions.window
+import windowagg.spark.common.WindowGroupingExpression
 
 /** A typed Scala Aggregator (through `udaf`): sum of squares, to drive typed imperative buffers. */
 object SumOfSquares extends Aggregator[Long, Long, Long] {

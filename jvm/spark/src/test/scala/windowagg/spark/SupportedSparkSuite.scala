@@ -2,6 +2,8 @@ package windowagg.spark
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import windowagg.spark.common.SupportedSpark
+
 class SupportedSparkSuite extends AnyFunSuite {
 
   test("the extension starts on Spark 4.1, 4.2 and 4.3, vendors' builds of them included") {
@@ -14,6 +16,7 @@ class SupportedSparkSuite extends AnyFunSuite {
       val e = intercept[UnsupportedOperationException](SupportedSpark.check(version))
       assert(e.getMessage.contains(s"this is Spark $version"))
       assert(e.getMessage.contains("runs on Spark 4.1, 4.2, 4.3"))
+      assert(e.getMessage.contains(s"leave ${classOf[WindowAggExtensions].getName} out of spark.sql.extensions"))
     }
   }
 }

@@ -11,6 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{TableWindows, WindowSpec}
 import windowagg.functions.window
+import windowagg.spark.common.AggregateBeforeShuffle
 
 /**
  * Windows given as a table ([[TableWindows]]) against what a user writes without them, the range

@@ -15,7 +15,7 @@ import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.core.{SessionMerging, WindowFinality}
-import windowagg.spark.{PackedRow, SupportedSpark, WindowAggError, WindowAggException, WindowsOfKey}
+import windowagg.spark.common.{PackedRow, SupportedSpark, WindowAggError, WindowAggException, WindowsOfKey}
 
 /** How a streaming aggregation's rows combine before the shuffle (the kind's choice), and why. */
 sealed abstract class Combine(val why: String) extends Serializable {

@@ -9,9 +9,10 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, BindReferences, BoundReference, Expression, InterpretedOrdering, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.DataType
 
-import windowagg.{ResolvedWindows, RowWindows, WindowDefinition}
-import windowagg.core.{RowFinality, Timed}
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowAggError, WindowAggException}
+import windowagg.WindowDefinition
+import windowagg.core.{ResolvedWindows, RowFinality, RowWindows, Timed}
+import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, SparkAggregates, WindowAggError,
+  WindowAggException}
 
 /**
  * Kinds cut at rows (Storm's count windows, windows evaluated every n rows or every row) in

@@ -13,13 +13,14 @@ import org.apache.spark.sql.windowagg.SparkInternals
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.spark.{NotWindowed, PackedRow, SparkAggregates, WindowView, WindowsOfKey}
+import windowagg.spark.common.{Emission, NotWindowed, PackedRow, SparkAggregates, WindowView, WindowsOfKey}
+
 
 /**
  * The one streaming processor of windowed aggregations (transformWithState, event or processing
- * time), for every kind: it reads each input row once ([[windowagg.spark.RowIntake]] routes the rows the definition
+ * time), for every kind: it reads each input row once ([[windowagg.spark.common.RowIntake]] routes the rows the definition
  * does not window), hands the kind's `KeyLogic` the rest, and emits what the kind reports through
- * the query's [[Emission]] policy, as rows of [[StreamingWindowSpec.outputSchema]] in binary form.
+ * the query's [[windowagg.spark.common.Emission]] policy, as rows of [[StreamingWindowSpec.outputSchema]] in binary form.
  *
  * Spark groups the rows by state partition ([[KeyBucket]]), not by key: a call takes a partition's
  * rows, each key's together (sorted by key before; in real-time mode, runs of a key as they come),
@@ -235,7 +236,7 @@ private[spark] object KeyedWindowProcessor {
 
 /**
  * Where a key's kind logic reports windows, and the processor rows it could not window; the query's
- * [[Emission]] decides which become output rows. One per task, reused key after key.
+ * [[windowagg.spark.common.Emission]] decides which become output rows. One per task, reused key after key.
  */
 private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkAggregates, toOutput: UnsafeProjection) {
   import StreamingWindowSpec._

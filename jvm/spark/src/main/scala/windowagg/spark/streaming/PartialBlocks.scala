@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 
 import windowagg.ListedWindows
 import windowagg.core.{Reaching, WindowFinality}
-import windowagg.spark.SparkAggregates
+import windowagg.spark.common.SparkAggregates
 
 /**
  * A run of one key's partials in time order, as one state entry: each partial's time and its

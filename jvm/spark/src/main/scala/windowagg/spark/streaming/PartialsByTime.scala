@@ -9,9 +9,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.DataType
 
-import windowagg.{ListedWindows, ResolvedWindows}
-import windowagg.core.WindowFinality
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowsOfKey}
+import windowagg.ListedWindows
+import windowagg.core.{ResolvedWindows, WindowFinality}
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowsOfKey}
 
 /**
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
@@ -25,7 +25,7 @@ import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, Wi
  * the key's only one; a key with more keeps them in a map of its own. Windows come from the kind's cursor over
  * the partials, as in batch; blocks no open window can need are dropped, so state stays within the
  * kind's largest span + grace, and where every window still to come holds a span of old partials
- * whole (cumulative windows' period so far: [[windowagg.ResolvedWindows.foldable]]) they are folded
+ * whole (cumulative windows' period so far: [[windowagg.core.ResolvedWindows.foldable]]) they are folded
  * into one, so a sweep does not read every step since the period began. A micro-batch reads a key's
  * blocks only when one of its windows has become final (or to emit changes), and otherwise only the
  * blocks its new rows fall in. With early firing, one more entry keeps the partial times changed

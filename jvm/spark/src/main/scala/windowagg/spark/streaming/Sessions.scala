@@ -8,10 +8,11 @@ import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.DataType
 
-import windowagg.{MergingWindows, ResolvedWindows, WindowDefinition}
-import windowagg.core.{OpenSession, SessionMerging}
+import windowagg.WindowDefinition
+import windowagg.core.{MergingWindows, OpenSession, ResolvedWindows, SessionMerging}
 import windowagg.core.Ticks.saturatingAdd
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowAggError, WindowAggException}
+import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, SparkAggregates, WindowAggError,
+  WindowAggException}
 
 /**
  * KIP-94 sessions of a key in streaming, with a fixed or per-row gap.

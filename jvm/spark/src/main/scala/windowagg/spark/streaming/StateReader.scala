@@ -22,8 +22,9 @@ import org.apache.spark.sql.types._
 import org.apache.spark.sql.windowagg.SparkInternals
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.{ResolvedWindows, TableWindows, WindowSpec}
-import windowagg.spark.{SparkAggregates, TimeColumn, WindowAggError, WindowAggException, WindowsTable}
+import windowagg.{TableWindows, WindowSpec}
+import windowagg.core.ResolvedWindows
+import windowagg.spark.common.{SparkAggregates, TimeColumn, WindowAggError, WindowAggException, WindowsTable}
 
 /**
  * What `read_state` needs to decode one windowed aggregation's state, recorded with it in the

@@ -4,8 +4,10 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.DataType
 
-import windowagg.{ListedWindows, MergingWindows, ResolvedWindows, RowWindows, WindowDefinition}
-import windowagg.spark.{AggregateBeforeShuffle, RowIntake, SparkAggregates, WindowAggError, WindowAggException}
+import windowagg.{ListedWindows, WindowDefinition}
+import windowagg.core.{MergingWindows, ResolvedWindows, RowWindows}
+import windowagg.spark.common.{AggregateBeforeShuffle, Emission, RowIntake, SparkAggregates, WindowAggError,
+  WindowAggException}
 
 /**
  * The streaming side of a kind of window: what it keeps per key in state and in which layout, how
@@ -91,7 +93,7 @@ private[spark] trait KeyLogic {
   /**
    * Forgets an idle key (expireIdleKeys; only kinds that [[StreamingKind.keepsIdleKeys]]): settles it
    * up to `watermark` as a timer would, routes its rows that no window took as
-   * [[windowagg.spark.NotWindowed.Expired]] and clears its state; the processor deletes its timers.
+   * [[windowagg.spark.common.NotWindowed.Expired]] and clears its state; the processor deletes its timers.
    */
   def expire(key: InternalRow, watermark: Long, out: Emitter): Unit =
     throw new IllegalStateException(s"${getClass.getName} keeps no idle keys to expire")

@@ -14,7 +14,8 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
 import org.apache.spark.sql.streaming.OutputMode
 
-import windowagg.spark.{WindowAggError, WindowAggException, WindowAggVersion}
+import windowagg.spark.common.{WindowAggError, WindowAggException, WindowAggVersion}
+
 
 /** A streaming processor's state layout, named, and its version: bumped whenever what it keeps changes. */
 final case class StateLayout(name: String, version: Int)

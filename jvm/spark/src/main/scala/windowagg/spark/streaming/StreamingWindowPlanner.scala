@@ -9,9 +9,10 @@ import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types.{BinaryType, IntegerType, Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{RowWindows, WindowDefinition}
-import windowagg.spark.{AggregateBeforeShuffle, NotWindowed, PackedRow, UnpackedRow, WindowAggError, WindowAggException,
-  WindowAggregate, WindowOptions, WindowView}
+import windowagg.WindowDefinition
+import windowagg.core.RowWindows
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, PackedRow, UnpackedRow, WindowAggError,
+  WindowAggException, WindowAggregate, WindowOptions, WindowView}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for

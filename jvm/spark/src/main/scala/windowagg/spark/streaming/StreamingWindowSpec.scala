@@ -6,8 +6,9 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types._
 
-import windowagg.{ListedWindows, ResolvedWindows}
-import windowagg.spark.{RowIntake, SparkAggregates, TimeColumn, WindowView}
+import windowagg.ListedWindows
+import windowagg.core.ResolvedWindows
+import windowagg.spark.common.{Emission, RowIntake, SparkAggregates, TimeColumn, WindowView}
 
 /**
  * What a streaming windowed aggregation computes; shipped to the executors with the processor.
@@ -69,7 +70,7 @@ final case class StreamingWindowSpec(
   def valueSchema: StructType = DataTypeUtils.fromAttributes(valueAttributes)
 
   /**
-   * What the processor receives per input row: the keys packed ([[windowagg.spark.PackedRow]]); a
+   * What the processor receives per input row: the keys packed ([[windowagg.spark.common.PackedRow]]); a
    * row's values whole (packed too) or null; what rows combined into before the shuffle (the kind's
    * piece, in its own codec) or null; then Spark's grouping key ([[groupSchema]]). A whole row with
    * a piece stands for `piece`'s count of equal rows, and the piece holds their partial aggregate.
@@ -151,7 +152,7 @@ private[spark] final class TaskTools(spec: StreamingWindowSpec, val partition: I
   val aggregates = new SparkAggregates(spec.functions, spec.filters, spec.valueAttributes, partition)
   /** Merges the partials Spark's partial aggregation made before the shuffle ([[StreamingWindowSpec.partialAttributes]]). */
   lazy val partials = new SparkAggregates(spec.functions, spec.filters, spec.partialAttributes, partition, partialsAt = Some(2))
-  /** Output rows in binary form ([[windowagg.spark.UnpackedRow]] reads them back after the processor). */
+  /** Output rows in binary form ([[windowagg.spark.common.UnpackedRow]] reads them back after the processor). */
   val toOutput: UnsafeProjection = UnsafeProjection.create(spec.outputSchema)
 }
 

@@ -12,7 +12,7 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 import windowagg.{ListedWindows, SlidingWindows, Timeline}
 import windowagg.core.{WindowError, WindowFinality}
-import windowagg.spark.SparkAggregates
+import windowagg.spark.common.SparkAggregates
 
 /**
  * The streaming processor's blocks of partials against a plain sorted map of the same partials:

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import scala.util.control.NonFatal
 

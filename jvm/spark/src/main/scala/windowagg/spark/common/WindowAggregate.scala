@@ -1,10 +1,10 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SupportsNonDeterministicExpression, UnaryNode}
 
-import windowagg.ResolvedWindows
+import windowagg.core.ResolvedWindows
 
 /**
  * Windowed aggregation of `child`: per key, every window of `windows` (any kind: sliding, session,

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._

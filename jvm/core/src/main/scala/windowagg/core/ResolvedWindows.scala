@@ -1,6 +1,5 @@
-package windowagg
+package windowagg.core
 
-import windowagg.core.{PartialAggregation, Reaching, RowWindowCursor, SlicingCursor, Timed, WindowCursor}
 import windowagg.core.Ticks.saturatingAdd
 
 /**
@@ -170,6 +169,15 @@ trait EnumeratedWindows extends ResolvedWindows {
    * not at all. Each distinct time is its own slice unless a kind knows coarser ones.
    */
   def sliceStart(time: Long): Long = time
+
+  /**
+   * The error for a window listed for the slice at `listedAt` but not for the one at `notAt`, which
+   * it contains: met only where records list their windows ([[windowagg.core.Reaching.listed]]); such a kind
+   * overrides it to show times as its time column does.
+   */
+  def unlisted(start: Long, end: Long, listedAt: Long, notAt: Long): WindowError =
+    WindowError(s"the window [$start, $end) is listed for $listedAt but not for $notAt, which it contains: " +
+      "a window must be listed for every time in it")
 
   override final def endInclusive: Boolean = false
   override final def partialTime(time: Long): Long = sliceStart(time)

@@ -1,11 +1,11 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.{CalendarIntervalType, DataType, DayTimeIntervalType, LongType}
 
-import windowagg.{ListedWindows, ResolvedWindows}
-import windowagg.core.WindowError
+import windowagg.ListedWindows
+import windowagg.core.{ResolvedWindows, WindowError}
 
 /**
  * Why a row is in no window: one vocabulary for the batch operator's SQL metrics, the `late_reason`
@@ -101,7 +101,7 @@ final class RowIntake(definitionWindows: ResolvedWindows, timeColumn: TimeColumn
 }
 
 /**
- * The windows of each key: the definition's, or where each key has its own ([[ResolvedWindows.perKey]])
+ * The windows of each key: the definition's, or where each key has its own ([[windowagg.core.ResolvedWindows.perKey]])
  * the key's, by its grouping values (`keyTypes` in order). Each key's are looked up once and kept
  * (up to [[WindowsOfKey.MaxKept]] keys), as rows before the shuffle come in no key order.
  */

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.catalyst.trees.Origin

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -10,8 +10,8 @@ import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
-import windowagg.{ListedWindows, ResolvedWindows, WindowDefinition}
-import windowagg.core.WindowError
+import windowagg.{ListedWindows, WindowDefinition}
+import windowagg.core.{ResolvedWindows, WindowError}
 
 /**
  * The grouping key `window(ts, definition)`: which windows a row of a windowed aggregation

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import java.time.ZoneId
 import java.util.Locale

@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import java.util.Locale
 
@@ -12,7 +12,8 @@ import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.{ListedWindows, MergingWindows, ResolvedWindows, RowWindows}
+import windowagg.ListedWindows
+import windowagg.core.{MergingWindows, ResolvedWindows, RowWindows}
 
 /**
  * Aggregation before the shuffle: each map task combines its rows per (keys, partial time) with the
@@ -124,7 +125,7 @@ object AggregateBeforeShuffle {
 }
 
 /**
- * The time a row is aggregated under ([[ResolvedWindows.partialTime]]: its slice, or its time), or null
+ * The time a row is aggregated under ([[windowagg.core.ResolvedWindows.partialTime]]: its slice, or its time), or null
  * for a null time: the grouping key of the aggregation before the shuffle.
  */
 case class PartialTimeOf(time: Expression, windows: ResolvedWindows) extends UnaryExpression {
@@ -145,7 +146,7 @@ case class PartialTimeOf(time: Expression, windows: ResolvedWindows) extends Una
 }
 
 /**
- * [[PartialTimeOf]] where each key has its own windows ([[ResolvedWindows.perKey]]): the row's key
+ * [[PartialTimeOf]] where each key has its own windows ([[windowagg.core.ResolvedWindows.perKey]]): the row's key
  * picks them. Rows before the shuffle come in no key order, so each is looked up (interpreted).
  */
 case class PartialTimeOfKey(time: Expression, keys: Seq[Expression], windows: ResolvedWindows) extends Expression with CodegenFallback {

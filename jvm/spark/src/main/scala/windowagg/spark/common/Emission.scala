@@ -1,4 +1,4 @@
-package windowagg.spark.streaming
+package windowagg.spark.common
 
 import java.util.Locale
 import java.util.concurrent.TimeUnit

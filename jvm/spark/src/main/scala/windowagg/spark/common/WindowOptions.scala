@@ -1,4 +1,4 @@
-package windowagg.spark
+package windowagg.spark.common
 
 import java.util.Locale
 
@@ -13,7 +13,7 @@ import windowagg.core.{TimeSpan, WindowError}
  *  - `emit`: "final" (each window once, when final; append output mode), "updates" (every
  *    window a micro-batch changed, with its current value; update output mode) or "every <duration>"
  *    (early firing: open windows' running values at most once per interval, then the final value,
- *    marked `is_final`; update output mode): see [[streaming.Emission]];
+ *    marked `is_final`; update output mode): see [[Emission]];
  *  - `lateRows`: "count" (late and null-time rows are counted in the query's observed metrics
  *    "windowagg") or "emit" (they also come out as rows with `late_reason` and `late_row`);
  *  - `time`: "event" (the time column's values, against the watermark) or "processing" (streaming
@@ -23,7 +23,7 @@ import windowagg.core.{TimeSpan, WindowError}
  *    key: windows cut at rows, windows that never close): a key that has had no row for that long,
  *    on the aggregation's clock, is forgotten, and its rows no window took are routed as expired.
  */
-final case class WindowOptions(timeUnit: Option[String] = None, emission: streaming.Emission = streaming.Emission.Final,
+final case class WindowOptions(timeUnit: Option[String] = None, emission: Emission = Emission.Final,
     lateRows: String = "count", time: String = "event", expireIdleKeys: Option[TimeSpan] = None) {
   def emit: String = emission.name
   def emitLateRows: Boolean = lateRows == "emit"
@@ -63,7 +63,7 @@ object WindowOptions {
       case "timeunit" | "time_unit" => o.copy(timeUnit = Some(value))
       case "emit" =>
         val emission =
-          try streaming.Emission.parse(value)
+          try Emission.parse(value)
           catch { case e: WindowError => throw WindowAggException(WindowAggError.INVALID_OPTION, e.message, e) }
         o.copy(emission = emission)
       case "laterows" | "late_rows" =>
