@@ -38,6 +38,7 @@ final class ListedWindows private (
     new ListedWindows(Some(name.trim), maxSize, disjoint, gracePeriod)
   }
 
+  override def rowsListWindows: Boolean = true
   override def listingColumn: Option[String] = column
 
   override def resolve(timeline: Timeline): ListedWindows.Resolved = {

@@ -27,6 +27,12 @@ trait WindowDefinition extends Serializable {
    */
   def tieBreakColumn: Option[String] = None
 
+  /**
+   * Whether each row lists its own windows ([[ListedWindows]]): the aggregation then reads a listing,
+   * the column this definition names or one given beside it.
+   */
+  def rowsListWindows: Boolean = false
+
   /** A column in which each row lists its own windows, where the definition names one ([[ListedWindows]]). */
   def listingColumn: Option[String] = None
 

@@ -13,7 +13,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, OneR
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
 
-import windowagg.{ListedWindows, SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
+import windowagg.{SessionWindows, SlidingWindows, WindowDefinition, WindowSpec}
 import windowagg.core.{TimeSpan, WindowError}
 import windowagg.spark.common.{WindowAggError, WindowAggException, WindowGroupingExpression, WindowOptions, WindowView}
 
@@ -93,7 +93,7 @@ object SqlFunctions {
   /** `windows(ts, 'spec' [, options])`, and for listed windows not naming their column `windows(ts, 'spec' [, options], listing)`. */
   private def windowsOfSpec(args: Seq[Expression]): Expression = {
     val definition = if (args.length >= 2) Some(definitionOfSpec(args(1), "windows")) else None
-    val listed = definition.exists(d => d.isInstanceOf[ListedWindows] && d.listingColumn.isEmpty)
+    val listed = definition.exists(d => d.rowsListWindows && d.listingColumn.isEmpty)
     val (usage, most) = if (listed) ("(time_column, spec [, options], listing)", 4) else ("(time_column, spec [, options])", 3)
     if (args.length < (if (listed) 3 else 2) || args.length > most) {
       throw WindowAggException(WindowAggError.INVALID_QUERY, s"windows takes $usage, got ${args.length} argument(s)")

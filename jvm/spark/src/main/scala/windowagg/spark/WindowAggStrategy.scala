@@ -29,12 +29,12 @@ case class WindowAggStrategy(session: SparkSession) extends SparkStrategy {
   }
 
   private def windowAggregate(a: WindowAggregate, result: Seq[NamedExpression]): WindowAggregateExec = {
-    val choice = AggregateBeforeShuffle.choose(AggregateBeforeShuffle.mode(SQLConf.get), a.windows, a.functions, a.gap.isDefined)
+    val choice = AggregateBeforeShuffle.choose(AggregateBeforeShuffle.mode(SQLConf.get), a.engine, a.functions, a.gap.isDefined)
     val child = planLater(a.child)
     val (input, partials) =
       if (!choice.aggregated) (child, None)
       else {
-        val (aggregated, partials) = AggregateBeforeShuffle.plan(a.keys, a.time, a.listing, a.windows, a.functions, a.filters, child)
+        val (aggregated, partials) = AggregateBeforeShuffle.plan(a.keys, a.time, a.listing, a.engine, a.functions, a.filters, child)
         (aggregated, Some(partials))
       }
     WindowAggregateExec(

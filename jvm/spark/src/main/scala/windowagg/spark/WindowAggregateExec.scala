@@ -12,8 +12,8 @@ import org.apache.spark.sql.types.LongType
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.ListedWindows
-import windowagg.core.{Reaching, ResolvedWindows, RowWindowCursor, RowWindows, Timed, WindowCursor}
-import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, PackedRow, RowIntake, SparkAggregates, TimeColumn,
+import windowagg.core.{Reaching, ResolvedWindows, RowWindowCursor, Timed, WindowCursor}
+import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, RowIntake, SparkAggregates, TimeColumn,
   WindowView, WindowsOfKey}
 
 /**
@@ -69,15 +69,12 @@ case class WindowAggregateExec(
   override def requiredChildDistribution: Seq[Distribution] =
     if (keys.isEmpty) AllTuples :: Nil else SparkInternals.clusteredDistribution(keys) :: Nil
 
-  private def rowWindows: Option[RowWindows] = windows match {
-    case r: RowWindows => Some(r)
-    case _ => None
-  }
+  private lazy val engine: Engine = Engine.of(windows)
 
   /** Rows sharing a time: by the tie-break column, then (kinds cut at rows) by the aggregates' inputs in binary form. */
   private def tieOrder: Seq[Expression] = {
     val inputs = AttributeSet((functions ++ filters).flatMap(_.references))
-    tieBreak.toSeq ++ rowWindows.map(_ => PackedRow(child.output.filter(inputs.contains))).toSeq
+    engine.tieOrder(tieBreak, child.output.filter(inputs.contains))
   }
 
   override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
@@ -114,7 +111,7 @@ case class WindowAggregateExec(
     val gapType = gap.map(_.dataType)
     val intakeTime = if (partials.isDefined) TimeColumn(LongType, None) else timeColumn
     val (keys_, functions_, filters_, windows_) = (keys, functions, filters, windows)
-    val rowWindows_ = rowWindows
+    val (rowWindows_, listed_) = (engine.cutAtRows, engine.listed)
     val withViews = views.exists(_ != WindowView.All)
     val keysAndBounds = keys ++ Seq(windowStart, windowEnd)
     val (aggregateOutput_, views_, result_) = (aggregateOutput, views, result)
@@ -129,7 +126,7 @@ case class WindowAggregateExec(
       }
       val keyWindows = new WindowsOfKey(windows_, keys_.map(_.dataType))
       val groups = new TimeGroups(rows, keyProjection, intake, keyWindows, rowCount, aggregates, counters, perRow = rowWindows_.isDefined,
-        listed = windows_ match { case l: ListedWindows.Resolved => Some(l); case _ => None })
+        listed = listed_)
       // One projection writes each output row, `result`, from (key, bounds, the buffer of each view in use).
       val bufferViews: Seq[WindowView.View] = if (withViews) Seq(WindowView.All, WindowView.New, WindowView.Expired) else Seq(WindowView.All)
       val buffers = bufferViews.map(_ => aggregates.newBufferAttributes())

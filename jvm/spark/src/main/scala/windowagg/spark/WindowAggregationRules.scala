@@ -8,8 +8,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.toPrettySQL
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.core.RowWindows
-import windowagg.spark.common.{WindowAggError, WindowAggException, WindowAggregate, WindowGroupingExpression,
+import windowagg.spark.common.{Engine, WindowAggError, WindowAggException, WindowAggregate, WindowGroupingExpression,
   WindowView}
 
 /**
@@ -151,7 +150,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       }
     a.aggregateExpressions.foreach(checkNoUnsupportedFunction)
     aggregates.foreach { case (ae, _) => checkMergeable(ae) }
-    aggregates.collectFirst { case (ae, view) if view != WindowView.All && !windows.isInstanceOf[RowWindows] =>
+    aggregates.collectFirst { case (ae, view) if view != WindowView.All && Engine.of(windows).cutAtRows.isEmpty =>
       throw WindowAggException(WindowAggError.INVALID_QUERY,
         s"${view.name}(${ae.sql}) is Storm's window view, for Storm's windows (CountWindows, DurationWindows); " +
           s"${window.definition} has no previous window to compare with")

@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.{DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.ListedWindows
-import windowagg.core.{MergingWindows, ResolvedWindows, RowWindows}
+import windowagg.core.ResolvedWindows
 
 /**
  * Aggregation before the shuffle: each map task combines its rows per (keys, partial time) with the
@@ -61,20 +61,16 @@ object AggregateBeforeShuffle {
    * the kind's partial times span many times (slices), so it pays whatever the data; with one
    * partial per distinct time it would merge only rows that share a time, so `always` forces it.
    */
-  def choose(mode: Mode, windows: ResolvedWindows, functions: Seq[AggregateFunction], perRowLength: Boolean): Choice = {
-    val impossible = windows match {
-      case _: RowWindows => Some("Storm's windows are cut at rows")
-      case _: MergingWindows if perRowLength => Some("each row of a session with a per-row gap is read on its own")
-      case _ => functions.find(f => !mergesInAnyOrder(f)).map(f =>
-        s"${f.prettyName} depends on the order its rows are merged in")
-    }
+  def choose(mode: Mode, engine: Engine, functions: Seq[AggregateFunction], perRowLength: Boolean): Choice = {
+    val impossible = engine.readsRowsOneByOne(perRowLength).orElse(functions.find(f => !mergesInAnyOrder(f)).map(f =>
+      s"${f.prettyName} depends on the order its rows are merged in"))
     impossible match {
       case Some(why) => Choice(aggregated = false, why)
       case None => mode match {
         case Never => Choice(aggregated = false, s"$Conf=never")
         case Always => Choice(aggregated = true, s"$Conf=always")
         case Auto =>
-          if (windows.partialsSpanTimes) Choice(aggregated = true, "per key and slice of the definition")
+          if (engine.windows.partialsSpanTimes) Choice(aggregated = true, "per key and slice of the definition")
           else Choice(aggregated = false, s"each time is its own partial, so little would merge; $Conf=always forces it")
       }
     }
@@ -106,10 +102,11 @@ object AggregateBeforeShuffle {
    * `true` for none). Its output: the keys, the partial time (null for rows with a null time), the
    * windows, the row count, then the functions' buffers.
    */
-  def plan(keys: Seq[Attribute], time: Attribute, listing: Option[Attribute], windows: ResolvedWindows,
+  def plan(keys: Seq[Attribute], time: Attribute, listing: Option[Attribute], engine: Engine,
       functions: Seq[AggregateFunction], filters: Seq[Expression], child: SparkPlan): (SparkPlan, Partials) = {
-    val (partialTime, listed) = (windows, listing) match {
-      case (kind: ListedWindows.Resolved, Some(l)) =>
+    val windows = engine.windows
+    val (partialTime, listed) = (engine.listed, listing) match {
+      case (Some(kind), Some(l)) =>
         (PartialTimeOfListed(time, l, kind), Some(if (kind.disjoint) Alias(ListedWindowEnd(l), "_window_end")() else l))
       case _ if windows.perKey => (PartialTimeOfKey(time, keys, windows), None)
       case _ => (PartialTimeOf(time, windows), None)

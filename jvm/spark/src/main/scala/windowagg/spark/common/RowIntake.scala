@@ -40,10 +40,7 @@ final class RowIntake(definitionWindows: ResolvedWindows, timeColumn: TimeColumn
     gapType: Option[DataType], listingColumn: Option[(Int, DataType)] = None) {
   private var windows = definitionWindows
   // where rows list their own windows: the kind that checks them, and the column they are in
-  private val listed = definitionWindows match {
-    case l: ListedWindows.Resolved => l
-    case _ => null
-  }
+  private val listed = Engine.of(definitionWindows).listed.orNull
   require((listed == null) == listingColumn.isEmpty, "listed windows are read from their column, and only they")
   private val listing = listingColumn.fold(-1)(_._1)
   // partials of windows that do not overlap carry their window's end ([[AggregateBeforeShuffle.Partials]])

@@ -44,6 +44,9 @@ case class WindowAggregate(
 
   override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd) ++ aggregateOutput)
 
+  /** How windowagg runs these windows. */
+  lazy val engine: Engine = Engine.of(windows)
+
   def functions: Seq[AggregateFunction] = aggregateFunctions.map {
     case f: AggregateFunction => f
     case other => throw new IllegalStateException(s"not an aggregate function: $other")

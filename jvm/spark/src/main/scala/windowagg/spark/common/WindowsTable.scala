@@ -32,6 +32,15 @@ object WindowsTable {
       case other => other
     }
 
+  /**
+   * Whether `definition`, read now, is a table whose windows differ from those a checkpoint recorded
+   * (`recorded`, their state identity): its state holds the recorded windows' slices.
+   */
+  def changedSince(definition: WindowDefinition, recorded: Option[String]): Boolean = definition match {
+    case t: TableWindows => !recorded.contains(t.stateIdentity)
+    case _ => false
+  }
+
   private def windowsOf(session: SparkSession, t: TableWindows, time: TimeColumn, describedAs: String,
       groupingKeys: Seq[Expression]): TableWindows.Read = {
     def fail(message: String, cause: Throwable = null): Nothing =

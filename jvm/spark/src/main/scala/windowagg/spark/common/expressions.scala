@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
-import windowagg.{ListedWindows, WindowDefinition}
+import windowagg.WindowDefinition
 import windowagg.core.{ResolvedWindows, WindowError}
 
 /**
@@ -73,19 +73,20 @@ case class WindowGroupingExpression(
         throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN, s"the tie-break column '${t.sql}' has type ${t.dataType.sql}, which cannot be ordered")
       }
     }
-    (definition, listing) match {
-      case (_: ListedWindows, None) =>
+    (definition.rowsListWindows, listing) match {
+      case (true, None) =>
         throw WindowAggException(WindowAggError.INVALID_QUERY,
           s"$definition needs the column listing each row's windows: windows(ts, spec, listing), or 'listed by <column> ...'")
-      case (_: ListedWindows, Some(l)) if !isListing(l.dataType) =>
+      case (true, Some(l)) if !isListing(l.dataType) =>
         val bound = if (windowType == LongType) "an integral type" else s"${windowType.sql} or DATE"
         throw WindowAggException(WindowAggError.INVALID_TIME_COLUMN,
           s"the column listing the windows, '${l.sql}', has type ${l.dataType.sql}; with a ${timeColumn.dataType.sql} time " +
             s"column it must be an ARRAY of STRUCT<start, end> of $bound (a null or empty array: the time is in no window)")
-      case (_: ListedWindows, _) =>
-      case (other, Some(l)) =>
-        throw WindowAggException(WindowAggError.INVALID_QUERY, s"$other lists its own windows; only listed windows read them from a column ('${l.sql}')")
-      case _ =>
+      case (true, _) =>
+      case (false, Some(l)) =>
+        throw WindowAggException(WindowAggError.INVALID_QUERY,
+          s"$definition lists its own windows; only listed windows read them from a column ('${l.sql}')")
+      case (false, None) =>
     }
     (time, windows)
   }

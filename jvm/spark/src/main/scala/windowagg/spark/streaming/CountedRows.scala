@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.{Ascending, BindReferences, Bou
 import org.apache.spark.sql.types.DataType
 
 import windowagg.WindowDefinition
-import windowagg.core.{ResolvedWindows, RowFinality, RowWindows, Timed}
+import windowagg.core.{ResolvedWindows, RowFinality, Timed}
 import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, SparkAggregates, WindowAggError,
   WindowAggException}
 
@@ -151,7 +151,7 @@ private[spark] object CountedRows extends StreamingKind {
 
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val kind = spec.windows.asInstanceOf[RowWindows]
+    private val kind = spec.engine.cutAtRows.get
     private val settled: Entries[Long, Array[Byte]] = states.map(SettledVariable, Encoders.scalaLong, Encoders.BINARY)
     private val waiting = states.value(WaitingVariable, Encoders.BINARY)
     private val progressState = states.value(ProgressVariable, Encoders.BINARY)

@@ -9,9 +9,8 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.DataType
 
-import windowagg.ListedWindows
 import windowagg.core.{ResolvedWindows, WindowFinality}
-import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, SparkAggregates, WindowsOfKey}
+import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, SparkAggregates, WindowsOfKey}
 
 /**
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
@@ -45,7 +44,7 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
   override val layout: StateLayout = if (listed) ListedLayout else TimesLayout
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
-    val choice = AggregateBeforeShuffle.choose(mode, spec.windows, spec.functions, perRowLength = false)
+    val choice = AggregateBeforeShuffle.choose(mode, spec.engine, spec.functions, perRowLength = false)
     if (spec.processingTime) Combine.none("processing time: every row is in its micro-batch's windows")
     else if (spec.expireIdleAfter.isDefined) Combine.none("idle keys expire by their rows' times, which combined rows do not keep")
     else if (spec.withViews) Combine.none("Storm's window view reads rows")
@@ -65,10 +64,7 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
     if (stored != null) {
       val progress = Progress.decode(stored)
       val finality = new WindowFinality(new WindowsOfKey(windows, keyTypes)(key))
-      val listedKind = windows match {
-        case l: ListedWindows.Resolved => Some(l)
-        case _ => None
-      }
+      val listedKind = Engine.of(windows).listed
       val blocks = new PartialBlocks(states.map(BlocksVariable, Encoders.scalaLong, Encoders.BINARY), progress.blockStarts,
         progress.inline, aggregates, listedKind)
       val oldest = finality.oldestNeeded(progress.finalBefore)
@@ -201,10 +197,7 @@ private[spark] object PartialsByTime {
     }
     private val values = spec.valueAttributes.length
     // where rows list their windows: the kind that checks them (listed windows are never per key)
-    private val listed = spec.windows match {
-      case l: ListedWindows.Resolved => Some(l)
-      case _ => None
-    }
+    private val listed = spec.engine.listed
     // a piece: Spark's partial of rows combined before the shuffle ([[StreamingWindowSpec.partialAttributes]])
     private val piece = new UnsafeRow(spec.partialAttributes.length)
 

@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.DataType
 
 import windowagg.WindowDefinition
-import windowagg.core.{MergingWindows, OpenSession, ResolvedWindows, SessionMerging}
+import windowagg.core.{OpenSession, ResolvedWindows, SessionMerging}
 import windowagg.core.Ticks.saturatingAdd
 import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, SparkAggregates, WindowAggError,
   WindowAggException}
@@ -44,10 +44,7 @@ private[spark] object Sessions extends StreamingKind {
   override def retracts: Boolean = true
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
-    val fixedGap = spec.windows match {
-      case m: MergingWindows => m.fixedGap.isDefined && spec.gapOrdinal.isEmpty
-      case _ => false
-    }
+    val fixedGap = spec.engine.merging.exists(_.fixedGap.isDefined) && spec.gapOrdinal.isEmpty
     val unordered = spec.functions.find(f => !AggregateBeforeShuffle.mergesInAnyOrder(f))
     if (spec.processingTime) Combine.none("processing time")
     else if (!fixedGap) Combine.none("each row of a session with a per-row gap is read on its own")
@@ -182,10 +179,7 @@ private[spark] object Sessions extends StreamingKind {
     private val aggregates = tools.aggregates
     private val sessionState = states.value(SessionsVariable, Encoders.BINARY)
     private val merging = new SessionMerging[InternalRow](aggregates)
-    private val fixedGap: Option[Long] = spec.windows match {
-      case m: MergingWindows => m.fixedGap
-      case _ => None
-    }
+    private val fixedGap: Option[Long] = spec.engine.merging.flatMap(_.fixedGap)
 
     override def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit = {
       val state = load()

@@ -22,7 +22,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.sql.windowagg.SparkInternals
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.{TableWindows, WindowSpec}
+import windowagg.WindowSpec
 import windowagg.core.ResolvedWindows
 import windowagg.spark.common.{SparkAggregates, TimeColumn, WindowAggError, WindowAggException, WindowsTable}
 
@@ -186,11 +186,9 @@ object StateReader {
     val keys = DataTypeUtils.toAttributes(reading.keySchema)
     val definition = try WindowsTable.read(session, WindowSpec.parse(reading.definition), time, "the recorded time column", keys)
       catch { case NonFatal(e) => fail(s"cannot rebuild the windows '${reading.definition}' to read their state: ${e.getMessage}") }
-    definition match {
-      case t: TableWindows if !record.field(StreamingStartCheck.Window).contains(t.stateIdentity) =>
-        fail(s"the windows of ${reading.definition} have changed since the query recorded them " +
-          s"(${record.field(StreamingStartCheck.Window).getOrElse("")}, now ${t.stateIdentity}): its state holds the old windows' slices")
-      case _ =>
+    if (WindowsTable.changedSince(definition, record.field(StreamingStartCheck.Window))) {
+      fail(s"the windows of ${reading.definition} have changed since the query recorded them " +
+        s"(${record.field(StreamingStartCheck.Window).getOrElse("")}, now ${definition.stateIdentity}): its state holds the old windows' slices")
     }
     val windows = definition.resolve(time.timeline(ZoneId.of(reading.timeZone)))
     if (!windows.perKey) windows

@@ -4,9 +4,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.DataType
 
-import windowagg.{ListedWindows, WindowDefinition}
-import windowagg.core.{MergingWindows, ResolvedWindows, RowWindows}
-import windowagg.spark.common.{AggregateBeforeShuffle, Emission, RowIntake, SparkAggregates, WindowAggError,
+import windowagg.WindowDefinition
+import windowagg.core.ResolvedWindows
+import windowagg.spark.common.{AggregateBeforeShuffle, Emission, Engine, RowIntake, SparkAggregates, WindowAggError,
   WindowAggException}
 
 /**
@@ -67,11 +67,11 @@ private[spark] trait KeyHolding {
 }
 
 private[spark] object StreamingKind {
-  def of(windows: ResolvedWindows): StreamingKind = windows match {
-    case _: MergingWindows => Sessions
-    case _: RowWindows => CountedRows
-    case _: ListedWindows.Resolved => PartialsByTime.Listed
-    case _ => PartialsByTime.OfTimes
+  def of(engine: Engine): StreamingKind = engine match {
+    case _: Engine.Merging => Sessions
+    case _: Engine.CutAtRows => CountedRows
+    case _: Engine.Listed => PartialsByTime.Listed
+    case _: Engine.OfTimes => PartialsByTime.OfTimes
   }
 
   private lazy val all: Seq[StreamingKind] = Seq(Sessions, CountedRows, PartialsByTime.Listed, PartialsByTime.OfTimes)

@@ -10,9 +10,8 @@ import org.apache.spark.sql.types.{BinaryType, IntegerType, Metadata, MetadataBu
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.WindowDefinition
-import windowagg.core.RowWindows
-import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, PackedRow, UnpackedRow, WindowAggError,
-  WindowAggException, WindowAggregate, WindowOptions, WindowView}
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, UnpackedRow, WindowAggError, WindowAggException,
+  WindowAggregate, WindowOptions, WindowView}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
@@ -45,7 +44,7 @@ object StreamingWindowPlanner {
         s"streaming windows need a TIMESTAMP time column for the watermark; '${node.time.name}' is " +
           s"${node.timeColumn.dataType.sql} (convert it with timestamp_millis(...) or timestamp_seconds(...))")
     }
-    val kind = StreamingKind.of(node.windows)
+    val kind = StreamingKind.of(node.engine)
     val emission = options.emission
     kind.check(definition, node.windows, emission)
     if (options.expireIdleKeys.isDefined && !kind.keepsIdleKeys(node.windows)) {
@@ -204,11 +203,10 @@ object StreamingWindowPlanner {
 
   /** Kinds cut at rows order rows sharing a time as batch does: tie-break column, then the aggregates' inputs in binary form. */
   private def tieOrder(node: WindowAggregate, values: Seq[Attribute], rebind: Expression => Expression): Seq[Expression] =
-    node.windows match {
-      case _: RowWindows =>
-        val inputs = AttributeSet((node.functions ++ node.filters).map(rebind).flatMap(_.references))
-        node.tieBreak.map(rebind).toSeq :+ PackedRow(values.filter(inputs.contains))
-      case _ => Nil
+    if (node.engine.cutAtRows.isEmpty) Nil
+    else {
+      val inputs = AttributeSet((node.functions ++ node.filters).map(rebind).flatMap(_.references))
+      node.engine.tieOrder(node.tieBreak.map(rebind), values.filter(inputs.contains))
     }
 
   private def unmarked(metadata: Metadata): Metadata =

@@ -6,9 +6,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types._
 
-import windowagg.ListedWindows
 import windowagg.core.ResolvedWindows
-import windowagg.spark.common.{Emission, RowIntake, SparkAggregates, TimeColumn, WindowView}
+import windowagg.spark.common.{Emission, Engine, RowIntake, SparkAggregates, TimeColumn, WindowView}
 
 /**
  * What a streaming windowed aggregation computes; shipped to the executors with the processor.
@@ -41,8 +40,11 @@ final case class StreamingWindowSpec(
     reading: Option[StateReading] = None,
     queryPlanId: String = java.util.UUID.randomUUID().toString) {
 
+  /** How windowagg runs these windows. */
+  lazy val engine: Engine = Engine.of(windows)
+
   /** The streaming side of the kind of window. */
-  def kind: StreamingKind = StreamingKind.of(windows)
+  def kind: StreamingKind = StreamingKind.of(engine)
 
   /** Reads and classifies the input rows (one per task or partition: it keeps the row last read). */
   def intake: RowIntake = new RowIntake(windows, timeColumn, timeOrdinal, gapOrdinal, gapType, listingColumn)
@@ -51,17 +53,15 @@ final case class StreamingWindowSpec(
    * Where rows list their windows, the type in which a piece carries them: the end of a window
    * that overlaps no other (it starts at the partial time), or the pairs (start, end).
    */
-  def pieceWindowsType: Option[DataType] = windows match {
-    case l: ListedWindows.Resolved => Some(if (l.disjoint) LongType else ArrayType(LongType, containsNull = false))
-    case _ => None
-  }
+  def pieceWindowsType: Option[DataType] =
+    engine.listed.map(l => if (l.disjoint) LongType else ArrayType(LongType, containsNull = false))
 
   /** The windows a piece's rows listed ([[pieceWindowsType]], its last field), as pairs (start, end); null unless rows list them. */
-  def windowsOfPiece(piece: InternalRow): Array[Long] = windows match {
-    case l: ListedWindows.Resolved =>
+  def windowsOfPiece(piece: InternalRow): Array[Long] = engine.listed match {
+    case Some(l) =>
       val at = partialAttributes.length - 1
       if (l.disjoint) Array(piece.getLong(0), piece.getLong(at)) else piece.getArray(at).toLongArray()
-    case _ => null
+    case None => null
   }
 
   /** Whether some aggregate is over Storm's new or expired rows. */
