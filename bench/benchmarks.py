@@ -63,7 +63,7 @@ BENCHMARKS = [
               "windowagg's and Spark's Nexmark outputs checked row by row against Flink's", tagged=False, flink=True),
     Benchmark("latency", "latency.py", "latency", "docs/benchmarks-latency.md",
               "end-to-end latency through Kafka: real-time mode, micro-batches, Kafka Streams "
-              "(builds bench/latency with Maven)"),
+              "(builds bench/kafka-streams with Maven)"),
     Benchmark("state-upgrade", "state_upgrade.py", "state_upgrade", "docs/benchmarks-state.md",
               "read_state against Spark's state reader, and restarting a 0.3.0 checkpoint "
               "(builds 0.3.0 once)"),

@@ -266,7 +266,8 @@ def batch_config(a, spark) -> dict:
 def stream_config(a, spark) -> dict:
     """The session settings a streaming benchmark's results record."""
     return {"master": a.master, "shuffle_partitions": a.shuffle_partitions, "driver_memory": a.driver_memory,
-            "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass")}
+            "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass"),
+            "rocksdb_changelog": conf_value(spark, "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")}
 
 
 def start(a, app_name: str, benchmark: str, *, config: Callable[[object, object], dict] = batch_config,

@@ -4,7 +4,7 @@ real Kafka broker on loopback.
 
 Every run gets a fresh pair of topics (one partition each) on one broker (dev/kafka_broker.py) and one system
 under test reading the input topic and writing every window update to the output topic. The load and the
-measurement run in a JVM of their own (bench/latency, LoadAndMeasure):
+measurement run in a JVM of their own (bench/kafka-streams, LoadAndMeasure):
 
   load          a KafkaProducer (acks=1, linger.ms --linger-ms) writes, paced in 1 ms ticks, a rate rising
                 linearly from 0 to --rate in --warmup seconds, then --rate records per second for --duration
@@ -28,7 +28,7 @@ count(*) and max(sent), every changed window written to the output topic as JSON
   spark-rt      Spark's own withWatermark(ts, G).groupBy(k, window(ts, S)), update mode, real-time trigger
                 (tumbling only: Spark has no KIP-450 sliding windows)
   spark-mb      the same in micro-batches, default trigger
-  kstreams      Kafka Streams (bench/latency, StreamsWindows): a real KafkaStreams instance on the same broker,
+  kstreams      Kafka Streams (bench/kafka-streams, StreamsWindows): a real KafkaStreams instance on the same broker,
                 SlidingWindows.ofTimeDifferenceAndGrace(S, G) | TimeWindows.ofSizeAndGrace(S, G), aggregate,
                 record cache off (statestore.cache.max.bytes=0), commit.interval.ms --ks-commit-ms, producer
                 linger.ms --linger-ms, one stream thread, the default RocksDB store (--ks-store) with its changelog
@@ -77,7 +77,7 @@ import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
-JAVA_DIR = BENCH_DIR / "latency"
+JAVA_DIR = BENCH_DIR / "kafka-streams"
 DOC_NAME = "benchmarks-latency.md"
 IMG_NAME = "latency.png"
 NOTES = BENCH_DIR / "latency_notes.md"
@@ -153,7 +153,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="seconds to wait for the first output of a run (180)")
     p.add_argument("--java-heap", default="2g", help="heap of the load JVM and the Kafka Streams JVM (2g)")
     p.add_argument("--broker-heap", default="1g", help="the broker's heap (1g)")
-    p.add_argument("--no-build", action="store_true", help="do not run mvn (bench/latency must be built)")
+    p.add_argument("--no-build", action="store_true", help="do not run mvn (bench/kafka-streams must be built)")
     p.add_argument("--work-dir", help="broker data, checkpoints, state (default: a fresh folder under /tmp)")
     p.add_argument("--tag", help="results file name suffix (default quick or full)")
     p.add_argument("--docs", metavar="DIR", nargs="?", const=str(report.DOCS), default=None,

@@ -459,11 +459,6 @@ def verdict(res: dict) -> list[str]:
 
 # --------------------------------------------------------------------------------------- main
 
-def stream_config(a, spark) -> dict:
-    return {**harness.stream_config(a, spark), "rocksdb_changelog": harness.conf_value(
-        spark, "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")}
-
-
 def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
     """--report: the summary, recomputed from the runs and written back, then the page and plot."""
     report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize, indent=1)
@@ -480,7 +475,7 @@ def main(argv=None) -> int:
     per_batch = -(-a.rows // a.batches)
     log(f"rows={a.rows:,} keys={a.keys} batches={a.batches} ({per_batch:,} events each) density={a.density}/s/key "
         f"S={a.size}s hop={a.size * 1000 // a.hop_divisor}ms grace={a.grace}s reps={a.reps} work={work}")
-    spark, res = harness.start(a, "windowagg-bench-sliding-streaming", "sliding_streaming", config=stream_config,
+    spark, res = harness.start(a, "windowagg-bench-sliding-streaming", "sliding_streaming", config=harness.stream_config,
                                streaming=True, log_level="ERROR")
     if res is None:
         return 1

@@ -835,11 +835,6 @@ def observations(res: dict) -> list[str]:
     return out
 
 
-def stream_config(a, spark) -> dict:
-    return {**harness.stream_config(a, spark), "rocksdb_changelog": harness.conf_value(
-        spark, "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")}
-
-
 def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
     report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize, indent=1)
 
@@ -860,7 +855,7 @@ def main(argv=None) -> int:
     log(f"keys={a.keys:,} fill={a.fill_batches} restart={a.restart_batches} S={a.size_minutes} min "
         f"delay={a.delay_seconds}s reps={a.reps} work={work}")
     loadavg_start = harness.loadavg()
-    spark, res = harness.start(a, "windowagg-bench-state-upgrade", "state_upgrade", config=stream_config,
+    spark, res = harness.start(a, "windowagg-bench-state-upgrade", "state_upgrade", config=harness.stream_config,
                                streaming=True, log_level="ERROR")
     if res is None:
         return 1
