@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import tomllib
+import warnings
 
 import pytest
 from pyspark.sql import Column, SparkSession
@@ -61,6 +63,36 @@ def test_the_wheel_holds_the_api_and_its_jar_only():
         "windowagg/py.typed",
         f"windowagg/jars/windowagg-{windowagg.__version__}.jar",
     }
+
+
+def test_the_python_windows_extra_keeps_pandas_where_pyspark_supports_it(monkeypatch):
+    """`windowagg[python-windows]` bounds pandas from above where the pinned PySpark starts warning that it
+    does not fully support pandas, and allows the pandas the tests run with."""
+    import pandas
+    from packaging.requirements import Requirement
+    from pyspark.sql.pandas import utils
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "python", "pyproject.toml"), "rb") as handle:
+        extra = [Requirement(r) for r in tomllib.load(handle)["project"]["optional-dependencies"]["python-windows"]]
+    (wanted,) = [r for r in extra if r.name == "pandas"]
+    (bound,) = [s.version for s in wanted.specifier if s.operator == "<"]
+    tested = pandas.__version__
+
+    def warned(version):
+        monkeypatch.setattr(pandas, "__version__", version)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            utils.require_minimum_pandas_version()
+        return any("does not yet fully support pandas" in str(w.message) for w in caught)
+
+    # the last version below the bound, as far as version numbers go: 2.999.999 below 3.0.0
+    parts = [int(p) for p in bound.split(".")]
+    last = max(i for i, p in enumerate(parts) if p > 0)
+    below = ".".join(str(p) for p in parts[:last] + [parts[last] - 1] + [999] * (len(parts) - last - 1))
+    assert warned(bound), f"PySpark no longer warns at pandas {bound}: lift the python-windows extra's bound"
+    assert not warned(below), f"PySpark warns below pandas {bound}, at {below}: lower the python-windows extra's bound"
+    assert not warned(tested) and wanted.specifier.contains(tested)
 
 
 def test_jar_path_prefers_the_environment(tmp_path, monkeypatch):
