@@ -28,9 +28,12 @@ def kind_types() -> set:
 def type_tests(source: str, types: set) -> list:
     """The lines of `source` that test a value against a kind's type (a pattern or a cast)."""
     kind = r"(?:%s)(?:\.\w+)?\b" % "|".join(sorted(types))
-    test = re.compile(r"case\s+\w*\s*:\s*%s|isInstanceOf\[%s|asInstanceOf\[%s" % (kind, kind, kind))
+    # a typed pattern after `case` (alone or inside a tuple), or a cast; not a case class's parameters
+    pattern = re.compile(r"\bcase\b(?!\s+(?:class|object)\b).*?[\s(,]\w+\s*:\s*%s" % kind)
+    cast = re.compile(r"(?:isInstanceOf|asInstanceOf)\[%s" % kind)
     code = re.sub(r"/\*.*?\*/", "", source, flags=re.DOTALL)
-    return [line.strip() for line in code.splitlines() if test.search(line.split("//")[0])]
+    lines = (line.split("//")[0] for line in code.splitlines())
+    return [line.strip() for line in lines if pattern.search(line) or cast.search(line)]
 
 
 def test_only_the_engine_and_the_table_reader_test_a_kinds_type():
@@ -54,10 +57,14 @@ def test_a_type_test_is_found_in_every_form():
     source = """
       case r: RowWindows => r
       case _: ListedWindows.Resolved => 1
+      case (_: ListedWindows, None) => 2
+      case (Some(x), l: RowWindows) => 3
       windows.isInstanceOf[RowWindows]
       spec.windows.asInstanceOf[ListedWindows.Resolved]
       // case r: RowWindows => in a comment
       /** case r: RowWindows => in a doc comment */
       def rows: Option[RowWindows] = None
+      final case class Listed(windows: ListedWindows.Resolved) extends Engine
+      case Some(kind) => kind.rowCursor(0L, rows: Iterator[Timed[P]])
     """
-    assert len(type_tests(source, types)) == 4
+    assert len(type_tests(source, types)) == 6
