@@ -9,8 +9,9 @@ import windowagg.core.{MergingWindows, ResolvedWindows, RowWindows}
  * How windowagg runs a kind of window, chosen once from its resolved windows by [[Engine.of]]: swept
  * from per-time partials, listed by the rows themselves, merged as rows arrive (sessions), or cut at
  * rows (Storm's windows). The planner, the batch operator, the row intake and the streaming side ask
- * the engine what they need; [[Engine.of]] is the one place in jvm/spark that asks a kind's type,
- * and the streaming side's choice of state layout (`StreamingKind.of`) reads the engine.
+ * the engine what they need; [[Engine.of]] is the one place in jvm/spark that asks a resolved kind's
+ * type (besides it only the table reader, `WindowsTable`, knows a definition's), and the streaming
+ * side's choice of state layout (`StreamingKind.of`) reads the engine.
  */
 sealed abstract class Engine extends Serializable {
   def windows: ResolvedWindows
