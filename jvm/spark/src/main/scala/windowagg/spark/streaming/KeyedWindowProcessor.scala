@@ -63,7 +63,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)
     states = new HandleKeyStates(getHandle)
-    timers = new Timers(spec, getHandle, states)
+    timers = new Timers(spec.ticksPerMilli, spec.keying == StateKeying.ByPartition, getHandle, states)
     if (spec.expireIdleAfter.isDefined) latestRow = states.value("latestRow", Encoders.LONG)
     logic = kind.open(spec, tools, states, timers)
     if (spec.keying == StateKeying.ByKey) {
@@ -338,101 +338,4 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
       i += 1
     }
   }
-}
-
-/**
- * The keys' timers of one state partition, in milliseconds (timers keep milliseconds). Spark scopes
- * timers to its grouping key, the partition's one group ([[KeyBucket]]): it keeps one timer, no
- * later than the earliest key's, and each key's timer is an entry of a map under the key's bytes.
- * When Spark's timer fires, [[sweep]] gives the keys that are due. A key's timer moved later leaves
- * Spark's where it is (it fires early, and the sweep sets it again), where a timer per key in Spark
- * cost its timer store a delete and an insert at every move. One per task, shared by the processor
- * and the kind: the processor sets, before the kind sees a key, the time `idleAt` at which the key
- * becomes idle (expireIdleKeys), and the kind's timer is never later.
- */
-private[spark] final class Timers(spec: StreamingWindowSpec, handle: StatefulProcessorHandle, states: KeyStates) {
-  private val keyTimers: MapState[Array[Byte], java.lang.Long] =
-    handle.getMapState[Array[Byte], java.lang.Long](Timers.KeyTimers, Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
-  // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
-  private val partitionTimer: ValueState[java.lang.Long] =
-    handle.getValueState[java.lang.Long](Timers.PartitionTimer, Encoders.LONG, TTLConfig.NONE)
-  private var registered: Option[Long] = None
-
-  /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
-  var idleAt: Option[Long] = None
-
-  /** Reads where Spark's timer is, as each of Spark's calls starts. */
-  def start(): Unit = registered = Option(partitionTimer.get()).map(_.longValue)
-
-  // A window whose last tick is `last` is final once the watermark (in ms) is past it.
-  def expiryMs(last: Long): Long = Math.floorDiv(last, spec.ticksPerMilli) + 1
-
-  /** A tick no later than the end a timer at `ms` was set for. */
-  def timerEnd(ms: Long): Long = (ms - 1) * spec.ticksPerMilli
-
-  /**
-   * Moves the current key's timer from `current` to `wanted` (milliseconds, or none), or to
-   * `idleAt` if that is earlier, writing it only when it changes; returns where it is, for the caller
-   * to keep with the key's state (a kind woken early finds nothing due yet).
-   */
-  def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
-    val target = (wanted ++ idleAt).minOption
-    if (target != current) {
-      target match {
-        case Some(ms) =>
-          keyTimers.updateValue(states.current, ms)
-          wakeBy(ms)
-        case None => keyTimers.removeKey(states.current)
-      }
-    }
-    target
-  }
-
-  /**
-   * The current key's state came from the previous release's layout with Spark's timer of its group
-   * (grouped by key) at `ms`: the key's timer is that one.
-   */
-  def adopt(ms: Option[Long]): Unit = ms.foreach { at =>
-    keyTimers.updateValue(states.current, at)
-    partitionTimer.update(at)
-  }
-
-  /** The current key has no timer any more (its state is gone). */
-  def forget(): Unit = keyTimers.removeKey(states.current)
-
-  /**
-   * Spark's timer has fired (Spark deletes it once the call's output is read): the keys whose timers
-   * are due at `nowMs`, each one's timer gone as it comes (the kind sets it again if it still wants
-   * one), with Spark's timer set again at the earliest of the others' first.
-   */
-  def sweep(nowMs: Long): Iterator[Array[Byte]] = {
-    val due = mutable.ArrayBuffer.empty[Array[Byte]]
-    var next: Option[Long] = None
-    keyTimers.iterator().foreach { case (key, ms) =>
-      val at = ms.longValue
-      if (at <= nowMs) due += key
-      else if (next.forall(_ > at)) next = Some(at)
-    }
-    registered = None
-    partitionTimer.clear()
-    next.foreach(wakeBy)
-    due.iterator.map { key =>
-      keyTimers.removeKey(key)
-      key
-    }
-  }
-
-  /** Spark's timer no later than `ms`. */
-  private def wakeBy(ms: Long): Unit = if (registered.forall(_ > ms)) {
-    registered.foreach(handle.deleteTimer)
-    handle.registerTimer(ms)
-    partitionTimer.update(ms)
-    registered = Some(ms)
-  }
-}
-
-private[spark] object Timers {
-  /** The state variables of the timers: each key's, and the one of Spark's per group. */
-  val KeyTimers = "keyTimers"
-  val PartitionTimer = "partitionTimer"
 }

@@ -219,7 +219,9 @@ object StateReader {
       UTF8String.fromString(record.field(StreamingStartCheck.Window).getOrElse(reading.definition)),
       UTF8String.fromString(record.field(StreamingStartCheck.Emit).getOrElse("")), batch, watermarkMs.map(_ * 1000L).orNull)
 
-    val entries = operator.variables.filterNot { case (name, _) => name == Timers.PartitionTimer || name.startsWith("$") }.map {
+    val entries = operator.variables.filterNot { case (name, _) =>
+      name == Timers.PartitionTimer || Timers.DueKeysVariables(name) || name.startsWith("$")
+    }.map {
       case (name, variableType) => entriesOf(session, root, batch, operator.id, name, variableType, reading.keySchema)
     }
     val gathered = entries.reduce((a, b) => a.zipPartitions(b, preservesPartitioning = true)(_ ++ _))

@@ -1,0 +1,233 @@
+package windowagg.spark.streaming
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.Encoders
+import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig, ValueState}
+
+/**
+ * The keys' timers of one group of transformWithState, in milliseconds (timers keep milliseconds).
+ * Spark scopes timers to its grouping key, a state partition ([[KeyBucket]]) or, in a checkpoint of
+ * the previous release, one key ([[StateKeying.ByKey]]): it keeps one timer, no later than the
+ * earliest key's, and each key's timer is an entry of a map under the key's bytes. When Spark's
+ * timer fires, [[sweep]] gives the keys that are due; grouped by partition (`indexed`), it finds
+ * them by time (`DueKeys`), reading the keys due and not every key of the partition. A key's timer
+ * moved later leaves Spark's where it is (it fires early, and the sweep sets it again), where a
+ * timer per key in Spark cost its timer store a delete and an insert at every move. One per task,
+ * shared by the processor and the kind: the processor sets, before the kind sees a key, the time
+ * `idleAt` at which the key becomes idle (expireIdleKeys), and the kind's timer is never later.
+ */
+private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle: StatefulProcessorHandle, states: KeyStates) {
+  private val keyTimers: MapState[Array[Byte], java.lang.Long] =
+    handle.getMapState[Array[Byte], java.lang.Long](Timers.KeyTimers, Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
+  // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
+  private val partitionTimer: ValueState[java.lang.Long] =
+    handle.getValueState[java.lang.Long](Timers.PartitionTimer, Encoders.LONG, TTLConfig.NONE)
+  // grouped by key, the group's one key is the only one to look at
+  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, keyTimers)) else None
+  private var registered: Option[Long] = None
+  // the key the sweep gave last: its timer is gone, whatever the kind kept
+  private var swept: Array[Byte] = _
+
+  /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
+  var idleAt: Option[Long] = None
+
+  /** Reads where Spark's timer is, as each of Spark's calls starts. */
+  def start(): Unit = {
+    registered = Option(partitionTimer.get()).map(_.longValue)
+    swept = null
+    dueKeys.foreach(_.start())
+  }
+
+  // A window whose last tick is `last` is final once the watermark (in ms) is past it.
+  def expiryMs(last: Long): Long = Math.floorDiv(last, ticksPerMilli) + 1
+
+  /** A tick no later than the end a timer at `ms` was set for. */
+  def timerEnd(ms: Long): Long = (ms - 1) * ticksPerMilli
+
+  /**
+   * Moves the current key's timer from `current` to `wanted` (milliseconds, or none), or to
+   * `idleAt` if that is earlier, writing it only when it changes; returns where it is, for the caller
+   * to keep with the key's state (a kind woken early finds nothing due yet).
+   */
+  def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
+    val target = (wanted ++ idleAt).minOption
+    val from = if (swept != null && java.util.Arrays.equals(swept, states.current)) { swept = null; None } else current
+    if (target != from) {
+      target match {
+        case Some(ms) =>
+          keyTimers.updateValue(states.current, ms)
+          dueKeys.foreach(_.moved(states.current, from, ms))
+          wakeBy(ms)
+        case None => keyTimers.removeKey(states.current)
+      }
+    }
+    target
+  }
+
+  /**
+   * The current key's state came from the previous release's layout with Spark's timer of its group
+   * (grouped by key) at `ms`: the key's timer is that one.
+   */
+  def adopt(ms: Option[Long]): Unit = ms.foreach { at =>
+    keyTimers.updateValue(states.current, at)
+    dueKeys.foreach(_.moved(states.current, None, at))
+    partitionTimer.update(at)
+  }
+
+  /** The current key has no timer any more (its state is gone). */
+  def forget(): Unit = keyTimers.removeKey(states.current)
+
+  /**
+   * Spark's timer has fired (Spark deletes it once the call's output is read): the keys whose timers
+   * are due at `nowMs`, each one's timer gone as it comes (the kind sets it again if it still wants
+   * one), with Spark's timer set again no later than the earliest of the others'.
+   */
+  def sweep(nowMs: Long): Iterator[Array[Byte]] = {
+    val (due, next) = dueKeys match {
+      case Some(index) => index.sweep(nowMs)
+      case None => scan(nowMs)
+    }
+    registered = None
+    partitionTimer.clear()
+    next.foreach(wakeBy)
+    due.iterator.map { key =>
+      keyTimers.removeKey(key)
+      swept = key
+      key
+    }
+  }
+
+  /** The keys due at `nowMs` and the earliest timer of the others, read from every key's timer. */
+  private def scan(nowMs: Long): (Seq[Array[Byte]], Option[Long]) = {
+    val due = mutable.ArrayBuffer.empty[Array[Byte]]
+    var next: Option[Long] = None
+    keyTimers.iterator().foreach { case (key, ms) =>
+      val at = ms.longValue
+      if (at <= nowMs) due += key
+      else if (next.forall(_ > at)) next = Some(at)
+    }
+    (due.toSeq, next)
+  }
+
+  /** Spark's timer no later than `ms`. */
+  private def wakeBy(ms: Long): Unit = if (registered.forall(_ > ms)) {
+    registered.foreach(handle.deleteTimer)
+    handle.registerTimer(ms)
+    partitionTimer.update(ms)
+    registered = Some(ms)
+  }
+}
+
+private[spark] object Timers {
+  /** The state variables of the timers: each key's, and the one of Spark's per group. */
+  val KeyTimers = "keyTimers"
+  val PartitionTimer = "partitionTimer"
+
+  /** The state variables of the partition's keys filed by when they are due (`DueKeys`), which `read_state` skips. */
+  val DueBuckets = "dueBuckets"
+  val DueSlots = "dueKeys"
+  val DueBucketWidth = "dueBucketMs"
+  val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots, DueBucketWidth)
+
+  /** The width of the time buckets keys are filed in, in ms: a sweep reads the keys of the buckets it reaches. */
+  val BucketMs: Long = 60000L
+}
+
+/**
+ * A state partition's keys filed by when their timers are due, for a sweep to read the keys due,
+ * not the partition's every key: the keys of a time bucket ([[Timers.BucketMs]]) are numbered
+ * slots of the bucket, which a sweep reads by point lookups. A key with a timer is filed in the
+ * bucket of its timer or an earlier one: a timer moved later stays filed where it was, and the sweep
+ * that reaches that bucket files the key again where its timer is then (as Spark's own timer,
+ * moved later, fires early and is set again). Nothing is unfiled when a timer moves or goes: a
+ * sweep drops the slots whose key's timer is gone or filed since in an earlier bucket.
+ *
+ * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: a
+ * partition whose filing was not built with this bucket width, such as one written before the
+ * filing existed, is filed from its keys' timers when a call starts.
+ */
+private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState[Array[Byte], java.lang.Long]) {
+  import Timers.BucketMs
+
+  // a bucket's number of slots, by bucket (the timer's ms divided by the width)
+  private val sizes: MapState[java.lang.Long, java.lang.Integer] =
+    handle.getMapState[java.lang.Long, java.lang.Integer](Timers.DueBuckets, Encoders.LONG, Encoders.INT, TTLConfig.NONE)
+  // a key's bytes, by bucket and slot
+  private val slots: MapState[(Long, Int), Array[Byte]] = handle.getMapState[(Long, Int), Array[Byte]](
+    Timers.DueSlots, Encoders.tuple(Encoders.scalaLong, Encoders.scalaInt), Encoders.BINARY, TTLConfig.NONE)
+  // the width the filing was built with
+  private val width: ValueState[java.lang.Long] =
+    handle.getValueState[java.lang.Long](Timers.DueBucketWidth, Encoders.LONG, TTLConfig.NONE)
+  // the sizes read or written during the current call
+  private val sizeOf = mutable.HashMap.empty[Long, Int]
+
+  private def bucketOf(ms: Long): Long = Math.floorDiv(ms, BucketMs)
+
+  /** As each of Spark's calls starts: files the partition's keys if they are not filed with this width. */
+  def start(): Unit = {
+    sizeOf.clear()
+    val built = width.get()
+    if (built == null || built.longValue != BucketMs) {
+      sizes.clear()
+      slots.clear()
+      keyTimers.iterator().foreach { case (key, ms) => file(key, bucketOf(ms.longValue)) }
+      width.update(BucketMs)
+    }
+  }
+
+  /** `key`'s timer moved from `from` (none: it had none) to `to`: filed again if its filing may be later than `to`. */
+  def moved(key: Array[Byte], from: Option[Long], to: Long): Unit =
+    if (from.forall(f => bucketOf(to) < bucketOf(f))) file(key, bucketOf(to))
+
+  private def file(key: Array[Byte], bucket: Long): Unit = {
+    val n = sizeOf.getOrElseUpdate(bucket, Option(sizes.getValue(bucket)).fold(0)(_.intValue))
+    slots.updateValue((bucket, n), key)
+    sizes.updateValue(bucket, n + 1)
+    sizeOf(bucket) = n + 1
+  }
+
+  /**
+   * The keys due at `nowMs`, from the buckets up to now's, with a time no later than every other
+   * key's timer (a bucket's start, or a timer read). The buckets read are emptied: the keys not due
+   * yet are filed again where their timers are, each key once.
+   */
+  def sweep(nowMs: Long): (Seq[Array[Byte]], Option[Long]) = {
+    val now = bucketOf(nowMs)
+    val reached = mutable.ArrayBuffer.empty[(Long, Int)]
+    var next: Option[Long] = None
+    sizes.iterator().foreach { case (bucket, n) =>
+      val b = bucket.longValue
+      if (b <= now) reached += ((b, n.intValue))
+      else if (next.forall(_ > b * BucketMs)) next = Some(b * BucketMs)
+    }
+    val seen = mutable.HashSet.empty[ByteBuffer]
+    val due = mutable.ArrayBuffer.empty[Array[Byte]]
+    val notYet = mutable.ArrayBuffer.empty[(Array[Byte], Long)]
+    reached.sortBy(_._1).foreach { case (bucket, n) =>
+      var slot = 0
+      while (slot < n) {
+        val key = slots.getValue((bucket, slot))
+        slots.removeKey((bucket, slot))
+        if (key != null && seen.add(ByteBuffer.wrap(key))) {
+          val timer = keyTimers.getValue(key)
+          if (timer != null) {
+            val at = timer.longValue
+            if (at <= nowMs) due += key
+            else {
+              notYet += ((key, at))
+              if (next.forall(_ > at)) next = Some(at)
+            }
+          }
+        }
+        slot += 1
+      }
+      sizes.removeKey(bucket)
+      sizeOf.remove(bucket)
+    }
+    notYet.foreach { case (key, at) => file(key, bucketOf(at)) }
+    (due.toSeq, next)
+  }
+}

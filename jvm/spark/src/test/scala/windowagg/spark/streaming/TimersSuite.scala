@@ -1,0 +1,169 @@
+package windowagg.spark.streaming
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.Encoder
+import org.apache.spark.sql.streaming.{ListState, MapState, QueryInfo, StatefulProcessorHandle, TTLConfig, ValueState}
+import org.scalacheck.Gen
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+/**
+ * The timers of a state partition against a plain map of each key's timer, with Spark's timer
+ * played as Spark plays it (it fires once the time reaches it, and is gone once fired): whatever
+ * the order of moves (earlier, later, across time buckets, gone), of keys forgotten, of restarts,
+ * with the filing by time kept or lost (a checkpoint written before it), every key is given by a
+ * sweep exactly when its timer is due, once, and Spark's timer is never later than the earliest key's.
+ */
+class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  import TimersSuite._
+
+  private val steps: Gen[List[Step]] = {
+    val key = Gen.choose(0, 11)
+    val move = for {
+      k <- key
+      // timers around now, a few buckets ahead, sometimes already due
+      ahead <- Gen.frequency(6 -> Gen.choose(-5000L, 3 * Timers.BucketMs), 1 -> Gen.choose(0L, 12 * Timers.BucketMs))
+      gone <- Gen.frequency(8 -> false, 1 -> true)
+    } yield Move(k, if (gone) None else Some(ahead))
+    val step = Gen.frequency(
+      10 -> move,
+      1 -> key.map(Forget(_)),
+      4 -> Gen.frequency(3 -> Gen.choose(0L, 20000L), 1 -> Gen.choose(0L, 6 * Timers.BucketMs)).map(Advance(_)),
+      1 -> Gen.oneOf(true, false).map(Restart(_)),
+      2 -> Gen.choose(-1000L, 2 * Timers.BucketMs).map(AfterDue(_)))
+    Gen.listOfN(120, step)
+  }
+
+  for (indexed <- Seq(true, false)) {
+    test(s"every key is swept exactly when its timer is due (${if (indexed) "filed by time" else "grouped by key: read whole"})") {
+      forAll(steps, Gen.choose(0L, 10L * Timers.BucketMs)) { (plan, start) =>
+        val handle = new MemoryHandle
+        def open(): (Timers, HandleKeyStates) = {
+          val states = new HandleKeyStates(handle)
+          (new Timers(1L, indexed, handle, states), states)
+        }
+        var (timers, states) = open()
+        timers.start()
+        val model = mutable.Map.empty[Int, Long]
+        // what each key's kind keeps as its timer (the kind's copy: stale once the sweep took the key)
+        val kept = mutable.Map.empty[Int, Long]
+        var now = start
+        var afterDue: Long = Timers.BucketMs
+
+        def use(k: Int): Unit = states.use(Array[Byte](7, k.toByte))
+        def moveTo(k: Int, to: Option[Long]): Unit = {
+          use(k)
+          timers.move(kept.get(k), to) match {
+            case Some(at) => kept(k) = at
+            case None => kept.remove(k)
+          }
+          to match {
+            case Some(at) => model(k) = at
+            case None => model.remove(k)
+          }
+        }
+        def checkSparkTimer(): Unit = if (model.nonEmpty) {
+          assert(handle.timers.nonEmpty, s"keys have timers ($model) but Spark has none")
+          assert(handle.timers.min <= model.values.min, s"Spark's timer ${handle.timers} is later than $model")
+        }
+
+        plan.foreach {
+          case Move(k, at) => moveTo(k, at.map(now + _))
+          case Forget(k) =>
+            use(k)
+            timers.forget()
+            kept.remove(k)
+            model.remove(k)
+          case Restart(loseFiling) =>
+            if (loseFiling) Timers.DueKeysVariables.foreach(handle.states.remove)
+            val reopened = open()
+            timers = reopened._1
+            states = reopened._2
+            timers.start()
+          case AfterDue(ahead) => afterDue = ahead
+          case Advance(by) =>
+            now += by
+            val fired = handle.timers.filter(_ <= now)
+            if (fired.isEmpty) {
+              assert(model.values.forall(_ > now), s"at $now keys are due ($model) but Spark's timer is ${handle.timers}")
+            } else {
+              handle.timers --= fired
+              timers.start()
+              val due = model.filter(_._2 <= now).keySet.toSet
+              val swept = timers.sweep(now).map { bytes =>
+                val k = bytes(1).toInt
+                model.remove(k)
+                // the kind moves its timer from what it kept: later, nowhere, or where it was (already due)
+                moveTo(k, if (afterDue > 0) Some(now + afterDue) else if (afterDue < -500) None else kept.get(k))
+                k
+              }.toList
+              assert(swept.sorted == due.toList.sorted, s"at $now swept $swept, due $due")
+            }
+          }
+          checkSparkTimer()
+      }
+    }
+  }
+}
+
+object TimersSuite {
+  sealed trait Step
+  final case class Move(key: Int, ahead: Option[Long]) extends Step
+  final case class Forget(key: Int) extends Step
+  final case class Advance(by: Long) extends Step
+  // a new task on the same state; the filing by time dropped too, as in a checkpoint written before it
+  final case class Restart(loseFiling: Boolean) extends Step
+  // how far after a due key's sweep its kind sets its timer again: none when far below zero, where it was when near
+  final case class AfterDue(ahead: Long) extends Step
+
+  /** Keys of state compared by value, as the state store compares their bytes. */
+  private def same(k: Any): Any = k match {
+    case b: Array[Byte] => ByteBuffer.wrap(b.clone())
+    case (b: Array[Byte], other) => (ByteBuffer.wrap(b.clone()), other)
+    case other => other
+  }
+
+  /** transformWithState's handle of one group, its state and timers kept in memory across tasks. */
+  final class MemoryHandle extends StatefulProcessorHandle {
+    val states = mutable.Map.empty[String, mutable.LinkedHashMap[Any, (Any, Any)]]
+    val timers = mutable.Set.empty[Long]
+
+    private def of(name: String) = states.getOrElseUpdate(name, mutable.LinkedHashMap.empty)
+
+    override def getMapState[K, V](stateName: String, userKeyEnc: Encoder[K], valEncoder: Encoder[V], ttlConfig: TTLConfig): MapState[K, V] =
+      new MapState[K, V] {
+        override def exists(): Boolean = of(stateName).nonEmpty
+        override def getValue(key: K): V = of(stateName).get(same(key)).map(_._2).orNull.asInstanceOf[V]
+        override def containsKey(key: K): Boolean = of(stateName).contains(same(key))
+        override def updateValue(key: K, value: V): Unit = of(stateName)(same(key)) = (key, value)
+        override def iterator(): Iterator[(K, V)] = of(stateName).values.toList.iterator.map { case (k, v) => (k.asInstanceOf[K], v.asInstanceOf[V]) }
+        override def keys(): Iterator[K] = iterator().map(_._1)
+        override def values(): Iterator[V] = iterator().map(_._2)
+        override def removeKey(key: K): Unit = of(stateName).remove(same(key))
+        override def clear(): Unit = of(stateName).clear()
+      }
+
+    override def getValueState[T](stateName: String, valEncoder: Encoder[T], ttlConfig: TTLConfig): ValueState[T] =
+      new ValueState[T] {
+        override def exists(): Boolean = of(stateName).contains(())
+        override def get(): T = of(stateName).get(()).map(_._2).orNull.asInstanceOf[T]
+        override def update(newState: T): Unit = of(stateName)(()) = ((), newState)
+        override def clear(): Unit = of(stateName).clear()
+      }
+
+    override def registerTimer(expiryTimestampMs: Long): Unit = timers += expiryTimestampMs
+    override def deleteTimer(expiryTimestampMs: Long): Unit = timers -= expiryTimestampMs
+    override def listTimers(): Iterator[Long] = timers.iterator
+
+    override def getValueState[T: Encoder](stateName: String, ttlConfig: TTLConfig): ValueState[T] = unused
+    override def getListState[T](stateName: String, valEncoder: Encoder[T], ttlConfig: TTLConfig): ListState[T] = unused
+    override def getListState[T: Encoder](stateName: String, ttlConfig: TTLConfig): ListState[T] = unused
+    override def getMapState[K: Encoder, V: Encoder](stateName: String, ttlConfig: TTLConfig): MapState[K, V] = unused
+    override def getQueryInfo(): QueryInfo = unused
+    override def deleteIfExists(stateName: String): Unit = unused
+    private def unused: Nothing = throw new UnsupportedOperationException("not used by the timers")
+  }
+}
