@@ -54,6 +54,8 @@ BENCHMARKS = [
               "streaming sliding windows against Spark's tumbling and hopping windows"),
     Benchmark("sessions", "sessions.py", "sessions", "docs/benchmarks-sessions.md",
               "session windows against Spark's session_window, batch and streaming"),
+    Benchmark("small-batches", "small_batches.py", "small_batches", "docs/benchmarks-small-batches.md",
+              "small micro-batches over many open keys against Spark's session_window and window()"),
     Benchmark("kafka-compare", "kafka_compare.py", "kafka_compare", "docs/benchmarks-kafka.md",
               "windowagg against Kafka Streams, per core (builds bench/kafka-streams with Maven)"),
     Benchmark("nexmark", "nexmark_bench.py", "nexmark", "docs/benchmarks-nexmark.md",

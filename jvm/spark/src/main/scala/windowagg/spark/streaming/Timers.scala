@@ -132,8 +132,12 @@ private[spark] object Timers {
   val DueBucketWidth = "dueBucketMs"
   val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots, DueBucketWidth)
 
-  /** The width of the time buckets keys are filed in, in ms: a sweep reads the keys of the buckets it reaches. */
-  val BucketMs: Long = 60000L
+  /**
+   * The width of the time buckets keys are filed in, in ms: a sweep reads the keys of the buckets it
+   * reaches, and every bucket's size. About a micro-batch's move of the watermark, so that a sweep
+   * reads few keys not due yet, and buckets stay few (8,640 a day of timers ahead).
+   */
+  val BucketMs: Long = 10000L
 }
 
 /**
@@ -143,7 +147,7 @@ private[spark] object Timers {
  * bucket of its timer or an earlier one: a timer moved later stays filed where it was, and the sweep
  * that reaches that bucket files the key again where its timer is then (as Spark's own timer,
  * moved later, fires early and is set again). Nothing is unfiled when a timer moves or goes: a
- * sweep drops the slots whose key's timer is gone or filed since in an earlier bucket.
+ * sweep drops the slots whose key's timer is gone, or that repeat a key it read in an earlier slot.
  *
  * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: a
  * partition whose filing was not built with this bucket width, such as one written before the
@@ -191,8 +195,9 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
 
   /**
    * The keys due at `nowMs`, from the buckets up to now's, with a time no later than every other
-   * key's timer (a bucket's start, or a timer read). The buckets read are emptied: the keys not due
-   * yet are filed again where their timers are, each key once.
+   * key's timer (a bucket's start, or a timer read). The buckets before now's are emptied, the keys
+   * not due yet filed again where their timers are, each key once; in now's, such a key stays in
+   * its slot, which the next sweep reads again.
    */
   def sweep(nowMs: Long): (Seq[Array[Byte]], Option[Long]) = {
     val now = bucketOf(nowMs)
@@ -205,29 +210,37 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
     }
     val seen = mutable.HashSet.empty[ByteBuffer]
     val due = mutable.ArrayBuffer.empty[Array[Byte]]
-    val notYet = mutable.ArrayBuffer.empty[(Array[Byte], Long)]
+    val later = mutable.ArrayBuffer.empty[(Array[Byte], Long)]
     reached.sortBy(_._1).foreach { case (bucket, n) =>
+      var kept = 0
       var slot = 0
       while (slot < n) {
         val key = slots.getValue((bucket, slot))
-        slots.removeKey((bucket, slot))
-        if (key != null && seen.add(ByteBuffer.wrap(key))) {
-          val timer = keyTimers.getValue(key)
-          if (timer != null) {
-            val at = timer.longValue
-            if (at <= nowMs) due += key
-            else {
-              notYet += ((key, at))
-              if (next.forall(_ > at)) next = Some(at)
+        if (key != null) {
+          val timer = if (seen.add(ByteBuffer.wrap(key))) keyTimers.getValue(key) else null
+          val at = if (timer == null) Long.MinValue else timer.longValue
+          if (timer != null && at > nowMs && bucketOf(at) == bucket) {
+            kept += 1
+            if (next.forall(_ > at)) next = Some(at)
+          } else {
+            slots.removeKey((bucket, slot))
+            if (timer != null) {
+              if (at <= nowMs) due += key
+              else {
+                later += ((key, at))
+                if (next.forall(_ > at)) next = Some(at)
+              }
             }
           }
         }
         slot += 1
       }
-      sizes.removeKey(bucket)
-      sizeOf.remove(bucket)
+      if (kept == 0) {
+        sizes.removeKey(bucket)
+        sizeOf.remove(bucket)
+      }
     }
-    notYet.foreach { case (key, at) => file(key, bucketOf(at)) }
+    later.foreach { case (key, at) => file(key, bucketOf(at)) }
     (due.toSeq, next)
   }
 }

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Small micro-batches over many open keys: what a micro-batch costs as the state grows (issue 57).
+
+One process, one SparkSession (windowagg.session: extension + RocksDB state store), local[2].
+
+For each number of open keys K (--open-keys, default 20k, 200k and 1M) and each kind, a first file
+opens K keys at once: key i has one row at i * 10 h / K into a 10-hour span from a day's start, so
+each holds an open window. Then --small-batches files of --batch-rows rows of keys not seen before (default 8 of 500),
+each 10 s after the one before, move the watermark (0 s delay) 10 s at a time. Kinds:
+- sessions, gap 10 hours: windowagg SessionWindows against Spark's session_window; each small
+  micro-batch closes the sessions of about K / 3,600 keys;
+- tumbling, 1 day: windowagg TimeWindows against Spark's window(); every key's window is the same
+  day's, which the small micro-batches do not close.
+Both competitors compute count and sum of v into the noop sink, append mode, one file per
+micro-batch. Per competitor, kind and K: --rounds runs, alternating which competitor goes first;
+per run the median triggerExecution of the small micro-batches, their query planning, and the time
+the state operator spent on timers (windowagg: customMetrics.timerProcessingTimeMs, summed over the
+state partitions). Spark's session_window and window() find what to close by reading their whole
+state; windowagg by its keys' timers.
+
+Results: bench/results/small_batches-<tag>.json; --report draws docs/img/small_batches_<tag>.png and
+prints the tables of docs/benchmarks-small-batches.md, which is written by hand around them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+import harness  # noqa: E402
+import report  # noqa: E402
+from harness import log, loadavg  # noqa: E402
+
+COMPETITORS = ["windowagg", "spark"]
+KINDS = {"sessions": ("windowagg SessionWindows, gap 10 hours", "Spark session_window"),
+         "tumbling": ("windowagg TimeWindows, 1 day", "Spark window(), 1 day")}
+SPAN_S = 36_000  # the first file's rows spread over 10 hours
+START_S = 1_699_920_000  # a day's start (UTC)
+STEP_S = 10  # each small file 10 s after the one before
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="smoke run: 2k and 20k open keys, 4 small batches, 1 round")
+    p.add_argument("--open-keys", type=lambda s: [int(x) for x in s.split(",")], help="comma-separated")
+    p.add_argument("--kinds", type=lambda s: s.split(","), default=list(KINDS))
+    p.add_argument("--small-batches", type=int)
+    p.add_argument("--batch-rows", type=int, default=500)
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--timeout", type=float, default=900.0)
+    harness.add_session_args(p, driver_memory="8g")
+    harness.add_output_args(p, None)
+    a = p.parse_args(argv)
+    harness.defaults(a, open_keys=([20_000, 200_000, 1_000_000], [2_000, 20_000]), small_batches=(8, 4), rounds=(3, 1))
+    unknown = set(a.kinds) - set(KINDS)
+    if unknown:
+        p.error(f"unknown kinds {sorted(unknown)}: the kinds are {', '.join(KINDS)}")
+    return a
+
+
+def write_files(spark, folder: Path, keys: int, small: int, rows: int) -> None:
+    """The first file opens `keys` keys; each small file holds `rows` rows of new keys, STEP_S later."""
+    from pyspark.sql import functions as F
+    shutil.rmtree(folder, ignore_errors=True)
+
+    def one(df, n: int) -> None:
+        out = folder / f"tmp{n}"
+        df.coalesce(1).write.parquet(str(out))
+        (part,) = out.glob("*.parquet")
+        # file names sort in the order the stream reads them
+        os.rename(part, folder / f"f{n:03d}.parquet")
+        shutil.rmtree(out)
+
+    one(spark.range(keys).select(F.col("id").cast("int").alias("k"),
+                                 F.timestamp_seconds(F.lit(START_S) + (F.col("id") * SPAN_S / keys).cast("long")).alias("ts"),
+                                 F.col("id").cast("double").alias("v")), 0)
+    for n in range(1, small + 1):
+        one(spark.range(rows).select((F.col("id") + keys + n * rows).cast("int").alias("k"),
+                                     F.timestamp_seconds(F.lit(START_S + SPAN_S + n * STEP_S)).alias("ts"),
+                                     F.col("id").cast("double").alias("v")), n)
+
+
+def query(competitor: str, kind: str, df):
+    from pyspark.sql import functions as F
+    import windowagg
+    from windowagg import SessionWindows, TimeWindows
+    aggs = [F.count("*").alias("n"), F.sum("v").alias("s")]
+    if competitor == "windowagg":
+        definition = SessionWindows.withInactivityGap("10 hours") if kind == "sessions" else TimeWindows.of("1 day")
+        return df.groupBy("k", windowagg.window("ts", definition)).agg(*aggs)
+    spark_window = F.session_window("ts", "10 hours") if kind == "sessions" else F.window("ts", "1 day")
+    return df.groupBy("k", spark_window).agg(*aggs)
+
+
+def small_batch_figures(progress: list, rows: int) -> dict:
+    """Per small micro-batch (those of `rows` rows): its time, query planning and timers, in ms."""
+    small = [p for p in progress if p["numInputRows"] == rows]
+    timers = [sum((op.get("customMetrics") or {}).get("timerProcessingTimeMs", 0) for op in p.get("stateOperators") or [])
+              for p in small]
+    return {"trigger_ms": [p["durationMs"].get("triggerExecution", 0) for p in small],
+            "planning_ms": [p["durationMs"].get("queryPlanning", 0) for p in small],
+            "timers_ms": timers,
+            "state_rows": [sum(op.get("numRowsTotal", 0) for op in p.get("stateOperators") or []) for p in small]}
+
+
+def run(spark, a, res, save) -> None:
+    work = Path(f"/tmp/windowagg-bench-small-batches-{os.getpid()}")
+    meter = harness.CpuMeter(spark)
+    for keys in a.open_keys:
+        source = work / f"in-{keys}"
+        t0 = time.perf_counter()
+        write_files(spark, source, keys, a.small_batches, a.batch_rows)
+        log(f"{keys:,} open keys: files written ({time.perf_counter() - t0:.1f}s)")
+        for kind in a.kinds:
+            for rnd in range(a.rounds):
+                order = COMPETITORS if rnd % 2 == 0 else COMPETITORS[::-1]
+                for c in order:
+                    la0 = loadavg()
+                    df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
+                    r, progress = harness.run_stream_with_progress(spark, df, f"{c}_{kind}_{keys}", work / "checkpoint",
+                                                                   a.small_batches + 1, a.timeout, meter)
+                    figures = small_batch_figures(progress, a.batch_rows)
+                    run_ = {"open_keys": keys, "kind": kind, "competitor": c, "round": rnd + 1, "status": r["status"],
+                            "first_batch_ms": r["batches"][0]["trigger_ms"] if r["batches"] else None,
+                            "median_ms": harness.median(figures["trigger_ms"]),
+                            "median_planning_ms": harness.median(figures["planning_ms"]),
+                            "median_timers_ms": harness.median(figures["timers_ms"]),
+                            **figures, "foreign_cores": r["foreign_cores"], "loadavg_before": la0,
+                            "loadavg_after": loadavg()}
+                    res["runs"].append(run_)
+                    log(f"{keys:>9,} {kind:8s} {c:9s} round {rnd + 1}: {r['status']}, small micro-batches "
+                        f"{figures['trigger_ms']} ms (median {run_['median_ms']}), planning median "
+                        f"{run_['median_planning_ms']} ms, timers median {run_['median_timers_ms']} ms")
+                    save()
+        shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+    summarize(res)
+    save()
+
+
+def summarize(res: dict) -> None:
+    """Per kind, open keys and competitor: the median of the runs' medians; and the ratios."""
+    cells = {}
+    for r in res["runs"]:
+        if r["status"] == "ok":
+            cells.setdefault(f"{r['kind']} {r['open_keys']}", {}).setdefault(r["competitor"], []).append(r["median_ms"])
+    res["cells"] = {}
+    for key, by in cells.items():
+        cell = {c: {"median_ms": harness.median(ms), "runs_ms": ms} for c, ms in by.items()}
+        if "windowagg" in cell and "spark" in cell:
+            cell["ratio_windowagg_over_spark"] = cell["windowagg"]["median_ms"] / cell["spark"]["median_ms"]
+        res["cells"][key] = cell
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    if a.report:
+        rerender([Path(a.report)])
+        return 0
+    spark, res = harness.start(a, "windowagg-bench-small-batches", "small_batches", config=harness.stream_config,
+                               streaming=True)
+    if res is None:
+        return 1
+    res.update({"tag": a.tag, "runs": []})
+
+    def save():
+        return harness.write_json(res, harness.results_path("small_batches", a.tag))
+
+    save()
+    run(spark, a, res, save)
+    harness.finish(spark, res, save)
+    return 0
+
+
+def plot(res: dict, img: Path) -> None:
+    """A small micro-batch's median time against the open keys, per kind and competitor."""
+    plt = report.pyplot()
+    kinds = [k for k in KINDS if any(r["kind"] == k for r in res["runs"])]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4.2), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        for c, color, label in zip(COMPETITORS, ["tab:blue", "tab:orange"], KINDS[kind]):
+            points = sorted((int(key.split()[1]), cell[c]["median_ms"]) for key, cell in res["cells"].items()
+                            if key.split()[0] == kind and c in cell)
+            runs = [(r["open_keys"], r["median_ms"]) for r in res["runs"] if r["kind"] == kind and r["competitor"] == c]
+            ax.plot([x for x, _ in points], [y for _, y in points], marker="o", color=color, label=label)
+            ax.scatter([x for x, _ in runs], [y for _, y in runs], color=color, s=10, alpha=0.5)
+        ax.set_xscale("log")
+        ax.set_xlabel("open keys in state")
+        ax.set_ylabel(f"small micro-batch, median ms ({res['args']['batch_rows']} rows)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(kind)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    report.save(fig, img)
+    print(f"wrote {img}")
+
+
+def tables(res: dict) -> list[str]:
+    """The Markdown table of docs/benchmarks-small-batches.md, one row per kind and number of open keys."""
+    rows = []
+    for kind in KINDS:
+        for key, cell in sorted(((k, v) for k, v in res["cells"].items() if k.split()[0] == kind),
+                                key=lambda kv: int(kv[0].split()[1])):
+            w, s = cell.get("windowagg"), cell.get("spark")
+            timers = [r["median_timers_ms"] for r in res["runs"] if f"{r['kind']} {r['open_keys']}" == key
+                      and r["competitor"] == "windowagg"]
+            rows.append([kind, f"{int(key.split()[1]):,}", f"{w['median_ms']:.0f}" if w else "",
+                         f"{s['median_ms']:.0f}" if s else "",
+                         f"{cell['ratio_windowagg_over_spark']:.2f}" if "ratio_windowagg_over_spark" in cell else "",
+                         f"{harness.median(timers):.0f}" if timers else ""])
+    return report.table(["kind", "open keys", "windowagg (ms)", "Spark (ms)", "windowagg ÷ Spark",
+                         "windowagg timers (ms)"], "lrrrrr", rows)
+
+
+def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> None:
+    plot(res, img or report.DOCS / "img" / f"small_batches_{res['tag']}.png")
+    print("\n".join(tables(res)))
+
+
+def rerender(json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
+    """--report: the plot and the tables from a results file."""
+    report.rerender_one(json_paths, render, doc, img)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
