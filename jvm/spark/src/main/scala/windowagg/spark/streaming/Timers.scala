@@ -34,7 +34,7 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
   var idleAt: Option[Long] = None
 
-  /** Reads where Spark's timer is, as each of Spark's calls starts. */
+  /** As each of Spark's calls starts: reads where Spark's timer is, and has the partition's keys filed by time. */
   def start(): Unit = {
     registered = Option(partitionTimer.get()).map(_.longValue)
     swept = null
