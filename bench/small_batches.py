@@ -66,23 +66,16 @@ def parse_args(argv=None):
 def write_files(spark, folder: Path, keys: int, small: int, rows: int) -> None:
     """The first file opens `keys` keys; each small file holds `rows` rows of new keys, STEP_S later."""
     from pyspark.sql import functions as F
-    shutil.rmtree(folder, ignore_errors=True)
-
-    def one(df, n: int) -> None:
-        out = folder / f"tmp{n}"
-        df.coalesce(1).write.parquet(str(out))
-        (part,) = out.glob("*.parquet")
-        # file names sort in the order the stream reads them
-        os.rename(part, folder / f"f{n:03d}.parquet")
-        shutil.rmtree(out)
-
-    one(spark.range(keys).select(F.col("id").cast("int").alias("k"),
-                                 F.timestamp_seconds(F.lit(START_S) + (F.col("id") * SPAN_S / keys).cast("long")).alias("ts"),
-                                 F.col("id").cast("double").alias("v")), 0)
-    for n in range(1, small + 1):
-        one(spark.range(rows).select((F.col("id") + keys + n * rows).cast("int").alias("k"),
-                                     F.timestamp_seconds(F.lit(START_S + SPAN_S + n * STEP_S)).alias("ts"),
-                                     F.col("id").cast("double").alias("v")), n)
+    opening = spark.range(keys).select(
+        F.lit(0).alias("batch"), F.col("id").cast("int").alias("k"),
+        F.timestamp_seconds(F.lit(START_S) + (F.col("id") * SPAN_S / keys).cast("long")).alias("ts"),
+        F.col("id").cast("double").alias("v"))
+    batch = (F.floor(F.col("id") / rows) + 1).cast("int")
+    later = spark.range(small * rows).select(
+        batch.alias("batch"), (F.col("id") + keys + rows).cast("int").alias("k"),
+        F.timestamp_seconds(F.lit(START_S + SPAN_S) + batch * STEP_S).alias("ts"),
+        (F.col("id") % rows).cast("double").alias("v"))
+    harness.write_batches(opening.unionByName(later).repartition(small + 1, "batch"), folder, small + 1)
 
 
 def query(competitor: str, kind: str, df):

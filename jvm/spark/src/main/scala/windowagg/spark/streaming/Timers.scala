@@ -129,8 +129,7 @@ private[spark] object Timers {
   /** The state variables of the partition's keys filed by when they are due (`DueKeys`), which `read_state` skips. */
   val DueBuckets = "dueBuckets"
   val DueSlots = "dueKeys"
-  val DueBucketWidth = "dueBucketMs"
-  val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots, DueBucketWidth)
+  val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots)
 
   /**
    * The width of the time buckets keys are filed in, in ms: a sweep reads the keys of the buckets it
@@ -149,9 +148,9 @@ private[spark] object Timers {
  * moved later, fires early and is set again). Nothing is unfiled when a timer moves or goes: a
  * sweep drops the slots whose key's timer is gone, or that repeat a key it read in an earlier slot.
  *
- * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: a
- * partition whose filing was not built with this bucket width, such as one written before the
- * filing existed, is filed from its keys' timers when a call starts.
+ * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: every
+ * key with a timer is filed, so a partition with timers and no bucket was written before the filing
+ * existed, and is filed from its keys' timers when a call starts.
  */
 private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState[Array[Byte], java.lang.Long]) {
   import Timers.BucketMs
@@ -162,23 +161,16 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
   // a key's bytes, by bucket and slot
   private val slots: MapState[(Long, Int), Array[Byte]] = handle.getMapState[(Long, Int), Array[Byte]](
     Timers.DueSlots, Encoders.tuple(Encoders.scalaLong, Encoders.scalaInt), Encoders.BINARY, TTLConfig.NONE)
-  // the width the filing was built with
-  private val width: ValueState[java.lang.Long] =
-    handle.getValueState[java.lang.Long](Timers.DueBucketWidth, Encoders.LONG, TTLConfig.NONE)
   // the sizes read or written during the current call
   private val sizeOf = mutable.HashMap.empty[Long, Int]
 
   private def bucketOf(ms: Long): Long = Math.floorDiv(ms, BucketMs)
 
-  /** As each of Spark's calls starts: files the partition's keys if they are not filed with this width. */
+  /** As each of Spark's calls starts: files the partition's keys if they have timers and none is filed. */
   def start(): Unit = {
     sizeOf.clear()
-    val built = width.get()
-    if (built == null || built.longValue != BucketMs) {
-      sizes.clear()
-      slots.clear()
+    if (!sizes.exists() && keyTimers.exists()) {
       keyTimers.iterator().foreach { case (key, ms) => file(key, bucketOf(ms.longValue)) }
-      width.update(BucketMs)
     }
   }
 
