@@ -77,6 +77,21 @@ def queries(spark):
     out["dataframe python"] = df.groupBy("k", w.window("ts", listed)).agg(
         F.count(F.lit(1)).alias("n"), F.sum("v").alias("s")
     ).select("k", *bounds, "n", "s")
+    import pandas as pd
+
+    @F.pandas_udf("double")
+    def median_udf(values: pd.Series) -> float:
+        """A grouped-aggregate pandas UDF (nested: pickled by value)."""
+        return float(values.median())
+
+    out["dataframe pandas udf"] = df.groupBy("k", w.window("ts", definitions["sliding"])).agg(
+        median_udf("v").alias("m"), F.sum("v").alias("s")
+    ).select("k", *bounds, "m", "s")
+    spark.udf.register("connect_median", median_udf)
+    out["sql pandas udf"] = spark.sql(
+        "SELECT k, unix_micros(window.start) AS start, unix_micros(window.end) AS end, connect_median(v) AS m "
+        "FROM connect_events GROUP BY k, windows(ts, 'session gap 5 minutes')"
+    )
     out["epoch seconds"] = df.select("k", F.unix_seconds("ts").alias("t"), "v").groupBy(
         "k", w.window("t", w.SlidingWindows.of("10 minutes"), time_unit="seconds")
     ).agg(F.sum("v").alias("s")).select("k", "window.start", "window.end", "s")

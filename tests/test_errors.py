@@ -80,22 +80,6 @@ def test_distinct_aggregates(spark, events):
     assert "DISTINCT" in message(info).upper()
 
 
-def test_pandas_grouped_aggregate_udf(events):
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    from pyspark.sql.functions import pandas_udf
-
-    @pandas_udf("double")
-    def mean_udf(values: pd.Series) -> float:
-        return float(values.mean())
-
-    with pytest.raises(AnalysisException) as info:
-        events.groupBy("user", window("ts", SlidingWindows.of("1 minute"))).agg(mean_udf("amount"))
-    text = message(info)
-    assert "mean_udf" in text and "cannot be merged incrementally" in text, text
-    assert "neither" not in text  # not Spark's "neither a grouping key nor inside an aggregate function"
-
-
 @pytest.mark.parametrize("function", ["rank()", "row_number()", "dense_rank()"])
 def test_ranking_functions(spark, events, function):
     with pytest.raises(AnalysisException) as info:

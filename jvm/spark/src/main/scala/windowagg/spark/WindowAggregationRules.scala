@@ -6,7 +6,6 @@ import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.toPrettySQL
-import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.spark.common.{Engine, WindowAggError, WindowAggException, WindowAggregate, WindowGroupingExpression,
   WindowView}
@@ -149,7 +148,9 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         if (seen.exists { case (e, v) => v == view && e.semanticEquals(ae) }) seen else seen :+ ((ae, view))
       }
     a.aggregateExpressions.foreach(checkNoUnsupportedFunction)
-    aggregates.foreach { case (ae, _) => checkMergeable(ae) }
+    aggregates.foreach { case (ae, view) =>
+      if (PythonAggregates.isPython(ae)) PythonAggregates.check(ae, view, child.isStreaming) else checkMergeable(ae)
+    }
     aggregates.collectFirst { case (ae, view) if view != WindowView.All && Engine.of(windows).cutAtRows.isEmpty =>
       throw WindowAggException(WindowAggError.INVALID_QUERY,
         s"${view.name}(${ae.sql}) is Storm's window view, for Storm's windows (CountWindows, DurationWindows); " +
@@ -161,14 +162,19 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     }
     def outputOf(ae: AggregateExpression, view: WindowView.View): Attribute =
       aggregateOutput(aggregates.indexWhere { case (e, v) => v == view && e.semanticEquals(ae) })
+    // pandas/Arrow aggregate UDFs are computed after the windows, over each window's rows
+    val (python, windowed) = aggregates.zip(aggregateOutput).partition { case ((ae, _), _) => PythonAggregates.isPython(ae) }
+    val pythonRows = if (python.isEmpty) None else Some(PythonAggregates.windowRows(python.map(_._1._1), timeAttribute))
 
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
     val node = WindowAggregate(
       keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, windows, window.definition.spec,
-      aggregates.map(_._1.aggregateFunction), aggregates.map(_._1.filter.getOrElse(Literal.TrueLiteral)),
-      aggregates.map(_._2), windowStart, windowEnd, aggregateOutput, input)
+      windowed.map(_._1._1.aggregateFunction) ++ pythonRows.map(_.collect.aggregateFunction),
+      windowed.map(_._1._1.filter.getOrElse(Literal.TrueLiteral)) ++ pythonRows.map(_ => Literal.TrueLiteral),
+      windowed.map(_._1._2) ++ pythonRows.map(_ => WindowView.All), windowStart, windowEnd,
+      windowed.map(_._2) ++ pythonRows.map(_.output), input)
 
     val bounds = CreateNamedStruct(Seq(Literal("start"), windowStart, Literal("end"), windowEnd))
     // late rows emitted by a streaming aggregation have no window
@@ -187,7 +193,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         Alias(windowStruct, attr.name)(exprId = attr.exprId, qualifier = attr.qualifier)
       case ne => replace(ne).asInstanceOf[NamedExpression]
     }
-    val missing = results.flatMap(_.references).filterNot(node.outputSet.contains)
+    val available = node.outputSet ++ AttributeSet(python.map(_._2))
+    val missing = results.flatMap(_.references).filterNot(available.contains)
     if (missing.nonEmpty) {
       throw WindowAggException(WindowAggError.INVALID_QUERY,
         s"column ${missing.map(_.sql).distinct.mkString(", ")} is neither a grouping key nor inside an aggregate function")
@@ -196,14 +203,16 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       // Streaming: the same node's meaning, planned through transformWithState; late rows, when
       // emitted, come out as two more columns.
       // each aggregate's value under the name the query gives it where it selects it alone, else its SQL
-      val names = aggregates.zip(aggregateOutput).map { case ((ae, view), out) =>
+      val names = windowed.map { case ((ae, view), out) =>
         results.collectFirst { case Alias(selected: Attribute, name) if selected.exprId == out.exprId => name }
           .getOrElse(if (view == WindowView.All) ae.sql else s"${view.name}(${ae.sql})")
       }
       val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options, names)
       Project(results ++ streaming.output.drop(node.output.length), streaming)
     } else {
-      Project(results, node)
+      pythonRows.fold[LogicalPlan](Project(results, node)) { rows =>
+        PythonAggregates.plan(node, rows, python.map { case ((ae, _), out) => (ae, out) }, results)
+      }
     }
   }
 
@@ -238,16 +247,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     case w: WindowFunction =>
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"${w.prettyName}() is a ranking/window function, not an aggregate: it cannot be computed over windowagg windows")
-    case udf: PythonUDF if SparkInternals.isPythonAggregate(udf) => throw pythonAggregate(udf.name)
     case _ =>
   }
-
-  /** A pandas/Arrow aggregate UDF sees a group's rows all at once: windows need partials they can merge. */
-  private def pythonAggregate(name: String): WindowAggException =
-    WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
-      s"$name is a pandas/Arrow aggregate UDF: it reads all rows of a group at once, so it cannot be merged " +
-        "incrementally over windows (a row is in many windows, and streaming keeps partials); use built-in " +
-        "aggregates (sum, avg, percentile_approx, collect_list, ...) or a Scala/Java Aggregator registered with functions.udaf")
 
   private def checkMergeable(ae: AggregateExpression): Unit = {
     val name = ae.aggregateFunction.prettyName
@@ -260,7 +261,6 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       throw WindowAggException(WindowAggError.INVALID_QUERY, s"aggregate functions cannot be nested: ${ae.sql}")
     }
     ae.aggregateFunction match {
-      case udaf: PythonUDAF => throw pythonAggregate(udaf.name)
       case _: DeclarativeAggregate | _: ImperativeAggregate =>
       case _: RuntimeReplaceableAggregate =>
       case other =>

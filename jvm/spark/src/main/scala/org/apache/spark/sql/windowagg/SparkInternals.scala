@@ -3,12 +3,11 @@ package org.apache.spark.sql.windowagg
 import scala.util.Try
 
 import org.apache.spark.SparkContext
-import org.apache.spark.api.python.PythonEvalType
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.plans.logical.{BaseEvalPython, LogicalPlan}
-import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, HashPartitioning, Partitioning}
@@ -47,11 +46,6 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
 
   def dataFrame(session: SparkSession, plan: LogicalPlan): DataFrame =
     classic.Dataset.ofRows(session.asInstanceOf[classic.SparkSession], plan)
-
-  /** A pandas/Arrow grouped-aggregate UDF: it needs all rows of a group at once. */
-  def isPythonAggregate(udf: PythonUDF): Boolean =
-    udf.evalType == PythonEvalType.SQL_GROUPED_AGG_PANDAS_UDF ||
-      udf.evalType == PythonEvalType.SQL_GROUPED_AGG_ARROW_UDF
 
   /** Whether `plan`, optimized, runs a Python function (a Python or pandas/Arrow UDF, in Spark's Python workers). */
   def evaluatesPython(plan: LogicalPlan): Boolean = plan.exists(_.isInstanceOf[BaseEvalPython])
