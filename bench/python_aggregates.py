@@ -4,7 +4,8 @@
 offers for the same windows.
 
 One process, one SparkSession (local[2], 4 shuffle partitions), one cached input per size: --keys
-keys, a row of each key every 30 s (so a 10-minute window holds 20 rows), v and w random. Cells, each
+keys, a row of each key every 30 s (so a 10-minute window holds 20 rows), v and w pseudo-random (hashes
+of the row's number). Cells, each
 computing the weighted median of v by w per window (the UDF alone: Spark refuses a pandas UDF beside
 a built-in aggregate), into the noop sink:
 
@@ -77,12 +78,15 @@ def wmedian_udf():
 
 
 def events(spark, rows: int, keys: int):
-    """`rows` rows of `keys` keys, a key's rows STEP_S apart (keys a second apart), v and w random."""
+    """`rows` rows of `keys` keys, a key's rows STEP_S apart (keys a second apart), v and w pseudo-random."""
     from pyspark.sql import functions as F
     return spark.range(rows).select(
         (F.col("id") % keys).cast("int").alias("k"),
-        F.timestamp_seconds(F.lit(START_S) + F.floor(F.col("id") / keys) * STEP_S + F.col("id") % keys % STEP_S).alias("ts"),
-        F.rand(1).alias("v"), (F.rand(2) * 10 + 1).alias("w"))
+        F.timestamp_seconds(F.lit(START_S) + F.floor(F.col("id") / keys) * STEP_S + F.col("id") % keys % STEP_S)
+        .alias("ts"),
+        # pseudo-random but deterministic: a nondeterministic input would make windowagg collect each window's rows
+        (F.abs(F.xxhash64("id", F.lit(1))) % 1_000_000 / 1_000_000).alias("v"),
+        (F.abs(F.xxhash64("id", F.lit(2))) % 10 + 1).cast("double").alias("w"))
 
 
 def cell_query(name: str, df, wmedian):

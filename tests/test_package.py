@@ -46,15 +46,17 @@ def test_installing_the_package_without_its_jar_stops_with_one_line(tmp_path):
 
 
 def test_the_wheel_holds_the_api_and_its_jar_only():
-    """The files pip installed from the wheel dev/install-python built: the API's modules, the module
-    the executors import for PythonWindows (_executor), the jar and the typing marker. The demo is an
-    application of the package (examples/python/demo.py), not in it."""
+    """The files pip installed from the wheel dev/install-python built: the API's modules, the modules
+    the executors import for PythonWindows (_executor) and for pandas/Arrow aggregate UDFs
+    (_aggregates), the jar and the typing marker. The demo is an application of the package
+    (examples/python/demo.py), not in it."""
     from importlib import metadata
 
     files = metadata.distribution("windowagg").files
     installed = {str(f) for f in files if f.parts[0] == "windowagg" and f.suffix != ".pyc"}
     assert installed == {
         "windowagg/__init__.py",
+        "windowagg/_aggregates.py",
         "windowagg/_executor.py",
         "windowagg/_jvm.py",
         "windowagg/_session.py",

@@ -6,7 +6,9 @@ ids it was given, in the order given; one computes a weighted median. They are c
 rows against the naive oracles of brute_force.py (time windows, sliding windows) and, for every
 kind, against the same windows computed with built-in aggregates only (whose windows the
 conformance suites check against brute force): the same windows, each UDF fed the window's members
-in time order, the built-in aggregates beside the UDFs unchanged.
+in time order, the built-in aggregates beside the UDFs unchanged. Windows that are spans of time take
+one way (the UDF called on slices of each key's rows), Storm's, listed windows and sessions whose gap a
+column gives the other (each window's rows collected); both are checked here.
 """
 
 import random
@@ -85,7 +87,8 @@ def random_rows(seed, n=400, span=2 * 24 * HOUR):
 
 def frame(spark, rows):
     df = spark.createDataFrame(rows, "id long, k string, t long, v double, w double")
-    return df.select("id", "k", F.timestamp_micros("t").alias("ts"), "v", "w", F.make_dt_interval(secs=F.lit(600)).alias("gap_s"))
+    gap = F.make_dt_interval(secs=F.lit(600)).alias("gap_s")
+    return df.select("id", "k", F.timestamp_micros("t").alias("ts"), "v", "w", gap)
 
 
 def six_hours_and_days(times):
@@ -150,7 +153,10 @@ def test_every_kind_gives_each_udf_its_windows_rows_in_time_order(spark, kind):
     definition = kinds(spark)[kind]
     builtins = [F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max_by("id", "v").alias("top")]
     with_udfs = df.groupBy("k", window("ts", definition)).agg(
-        *builtins, ids_as_given("id").alias("given"), wmedian("v", "w").alias("m"), (wmedian("w", "v") + F.max("v")).alias("mixed")
+        *builtins,
+        ids_as_given("id").alias("given"),
+        wmedian("v", "w").alias("m"),
+        (wmedian("w", "v") + F.max("v")).alias("mixed"),
     )
     alone = df.groupBy("k", window("ts", definition)).agg(
         *builtins, F.collect_list("id").alias("members"), F.max("v").alias("max_v")
@@ -245,7 +251,8 @@ def test_an_arrow_udf_and_sql_with_a_registered_udf(spark):
         for (k, start, end), ms in oracle.items()
     )
     medians = spark.sql(
-        "SELECT unix_micros(window.start) AS start, wmedian(v, w) AS m FROM udf_events GROUP BY k, windows(ts, 'sliding 3 hours')"
+        "SELECT unix_micros(window.start) AS start, wmedian(v, w) AS m FROM udf_events "
+        "GROUP BY k, windows(ts, 'sliding 3 hours')"
     )
     assert sorted(r.m for r in medians.collect()) == sorted(
         weighted_median([m[3] for m in ms], [m[4] for m in ms]) for ms in oracle.values()
@@ -306,3 +313,46 @@ def test_what_a_pandas_udf_is_not_given_is_refused_by_name(spark, tmp_path):
     text = str(info.value)
     assert "wmedian" in text and "batch" in text and "streaming" in text
     assert "neither" not in text  # not Spark's "neither a grouping key nor inside an aggregate function"
+
+
+def plan_of(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_windows_of_spans_of_time_call_the_udf_on_slices_of_each_keys_rows(spark):
+    """Each key's rows go to Python once, beside its windows, where the windows are spans of time and
+    the input gives the same rows each time it is read; the other windows' rows are collected."""
+    _, wmedian = udfs()
+    df = frame(spark, random_rows(seed=9, n=60))
+    for definition, sliced in [
+        (SlidingWindows.of("1 hour"), True),
+        (SessionWindows.withInactivityGap("20 minutes"), True),
+        (CountWindows.of(5).tieBreak("id"), False),
+        (SessionWindows.withDynamicGap("gap_s"), False),
+    ]:
+        plan = plan_of(df.groupBy("k", window("ts", definition)).agg(wmedian("v", "w")))
+        assert ("FlatMapCoGroupsInPandas" in plan) == sliced, plan
+        assert ("ArrowAggregatePython" in plan) != sliced, plan
+    random_values = df.withColumn("v", F.rand(3))
+    plan = plan_of(random_values.groupBy("k", window("ts", SlidingWindows.of("1 hour"))).agg(wmedian("v", "w")))
+    assert "FlatMapCoGroupsInPandas" not in plan and "ArrowAggregatePython" in plan
+
+
+def test_a_failing_udf_names_the_key_and_window_it_failed_on(spark):
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("double")
+    def picky(v: pd.Series) -> float:
+        if (v == 13.0).any():
+            raise ValueError("13 is unlucky")
+        return float(v.sum())
+
+    rows = [(i, "a" if i < 5 else "b", START + i * MINUTE, float(i + 9), 1.0) for i in range(10)]
+    df = frame(spark, rows)
+    with pytest.raises(Exception) as info:
+        df.groupBy("k", window("ts", TimeWindows.of("3 minutes"))).agg(picky("v")).collect()
+    text = str(info.value)
+    # row 4 (v 13) is key a's, at 00:04, in the window from 00:03 to 00:06
+    window_ = "the window from 2024-01-01 00:03:00 UTC to 2024-01-01 00:06:00 UTC"
+    assert f"picky failed on {window_} of the key ('a',)" in text, text
+    assert "13 is unlucky" in text

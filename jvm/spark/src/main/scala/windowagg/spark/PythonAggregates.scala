@@ -1,32 +1,40 @@
 package windowagg.spark
 
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, CollectList}
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Generate, LogicalPlan, Project, Sort}
-import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, IntegerType, StructField, StructType}
-import org.apache.spark.unsafe.Platform
+import java.io.ByteArrayOutputStream
+import java.nio.charset.StandardCharsets
 
-import windowagg.spark.common.{WindowAggError, WindowAggException, WindowAggregate, WindowView}
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, CollectList, Count, Max, Min}
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, FlatMapCoGroupsInArrow, FlatMapCoGroupsInPandas, Filter,
+  Generate, LogicalPlan, Project, Sort}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, IntegerType, LongType, StructField, StructType}
+import org.apache.spark.sql.windowagg.SparkInternals
+
+import windowagg.spark.common.{Engine, PackedRow, UnpackedRow, WindowAggError, WindowAggException, WindowAggregate,
+  WindowView}
 
 /**
  * Grouped-aggregate pandas and Arrow UDFs (`@pandas_udf` Series -> scalar, `arrow_udf`) over
  * windowagg windows, in batch queries.
  *
  * Such a UDF reads all rows of a group at once, so it cannot be merged from partials. The windows
- * are computed as for any other aggregation, with one more aggregate: each window's rows (the
- * UDFs' arguments and the row's time) collected in a list. Each window's list is then spread back
- * into rows, ordered by time, and handed to Spark's own Python aggregation grouped by the window, so
- * a UDF gets exactly its window's rows, in time order, in Arrow batches as over Spark's `window()`.
- * The keys, the bounds and the built-in aggregates' values ride through that aggregation packed in
- * one binary grouping column, so they come out exactly as the windows produced them (grouping on
- * them would normalize floating-point keys and refuse map values).
+ * are computed as for any other aggregation, with a few more aggregates, and the UDFs after them, in
+ * one of two ways ([[Intake]]):
+ *  - [[Runs]], where each window's rows are one run of its key's rows in time order (windows that are
+ *    spans of time): the windows count their rows and keep their first and last row's times; each
+ *    key's rows then go to Python once, beside its windows (Spark's cogroup by key), and
+ *    `windowagg._aggregates` calls the UDFs on each window's slice of them, as Spark's bounded OVER
+ *    frames call a pandas UDF on slices of a partition;
+ *  - [[Collected]], for the others (Storm's windows, listed windows, sessions whose gap a column
+ *    gives) and the UDFs' iterator forms: each window's rows (the UDFs' arguments and the time) are
+ *    collected as the windows are computed, spread back into rows in time order and handed to Spark's
+ *    Python aggregation grouped by the window, with no second shuffle.
+ * Either way, the keys, the bounds and the built-in aggregates' values ride through packed in one
+ * binary column, so they come out exactly as the windows produced them (grouping on them would
+ * normalize floating-point keys and refuse map values).
  */
 object PythonAggregates {
-
-  /** Each window's rows, collected by the window aggregation for the Python aggregation after it. */
-  final case class WindowRows(collect: AggregateExpression, output: AttributeReference, arguments: Seq[Expression])
 
   def isPython(ae: AggregateExpression): Boolean = ae.aggregateFunction.isInstanceOf[PythonUDAF]
 
@@ -52,30 +60,87 @@ object PythonAggregates {
     }
   }
 
-  /** The aggregate collecting each window's rows for `udfs`: the row's time, then each distinct argument. */
-  def windowRows(udfs: Seq[AggregateExpression], time: Attribute): WindowRows = {
+  /** What the window aggregation computes for the UDFs: `aggregates`, whose values are `outputs`. */
+  sealed trait Intake {
+    def aggregates: Seq[AggregateExpression]
+    def outputs: Seq[AttributeReference]
+    /** The UDFs' distinct arguments, expressions of the aggregation's input rows. */
+    def arguments: Seq[Expression]
+  }
+
+  /** Each window's rows collected in a list: the row's time, then each distinct argument. */
+  final case class Collected(collect: AggregateExpression, output: AttributeReference, arguments: Seq[Expression]) extends Intake {
+    override def aggregates: Seq[AggregateExpression] = Seq(collect)
+    override def outputs: Seq[AttributeReference] = Seq(output)
+  }
+
+  /** Each window's row count and its first and last row's times, in ticks. */
+  final case class Runs(time: Attribute, arguments: Seq[Expression], cogrouped: Int, arrow: Boolean) extends Intake {
+    override val aggregates: Seq[AggregateExpression] =
+      Seq(Count(Literal(1)), Min(TimeTicks(time)), Max(TimeTicks(time))).map(_.toAggregateExpression())
+    val count: AttributeReference = AttributeReference("_n", LongType, nullable = false)()
+    val first: AttributeReference = AttributeReference("_first", LongType)()
+    val last: AttributeReference = AttributeReference("_last", LongType)()
+    override val outputs: Seq[AttributeReference] = Seq(count, first, last)
+  }
+
+  /**
+   * How the window aggregation of `input`'s rows over `engine`'s windows (whose sessions' gap a column
+   * gives, with `gapColumn`) takes `udfs`.
+   */
+  def intake(udfs: Seq[AggregateExpression], time: Attribute, engine: Engine, gapColumn: Boolean,
+      input: LogicalPlan): Intake = {
+    val functions = udfs.map(_.aggregateFunction.asInstanceOf[PythonUDAF])
     // Spark runs them in one Python aggregation, of one evaluation type
-    val byType = udfs.map(_.aggregateFunction.asInstanceOf[PythonUDAF]).groupBy(_.evalType)
+    val byType = functions.groupBy(_.evalType)
     if (byType.size > 1) {
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"${byType.values.map(_.head.name).mkString(" and ")} are Python aggregate UDFs of different kinds (pandas, Arrow, " +
           "or their iterator forms): Spark computes one kind in one aggregation; compute them in two aggregations and join them")
     }
-    val arguments = udfs.flatMap(_.aggregateFunction.children.map(valueOf))
+    val arguments = functions.flatMap(_.children.map(valueOf))
       .foldLeft(Seq.empty[Expression]) { (seen, e) => if (seen.exists(_.semanticEquals(e))) seen else seen :+ e }
-    val fields = (time +: arguments).zipWithIndex.flatMap { case (e, i) => Seq(Literal(s"_$i"), e) }
-    val collect = new CollectList(CreateNamedStruct(fields)).toAggregateExpression()
-    WindowRows(collect, AttributeReference("_window_rows", collect.dataType, nullable = false)(), arguments)
+    // Runs read the input twice (for the windows, and for their rows), so it must give the same rows
+    // both times; and rows a session's gap column leaves out may sit between a session's rows
+    val runs = engine.windowsAreRunsOfRows && !gapColumn && !input.exists(_.expressions.exists(!_.deterministic))
+    SparkInternals.cogroupedEvaluation(functions.head.evalType).filter(_ => runs) match {
+      case Some((cogrouped, arrow)) => Runs(time, arguments, cogrouped, arrow)
+      case None =>
+        val fields = (time +: arguments).zipWithIndex.flatMap { case (e, i) => Seq(Literal(s"_$i"), e) }
+        val collect = new CollectList(CreateNamedStruct(fields)).toAggregateExpression()
+        Collected(collect, AttributeReference("_window_rows", collect.dataType, nullable = false)(), arguments)
+    }
   }
 
   /**
    * The plan computing `results` (the Aggregate's output, over `windows`' output and the UDFs'
-   * values, `udfs` paired with the attributes standing for them) from the windows and their rows.
+   * values, `udfs` paired with the attributes standing for them) from the windows, the UDFs' values
+   * computed as `intake` says; `input` is the window aggregation's input.
    */
-  def plan(windows: WindowAggregate, rows: WindowRows, udfs: Seq[(AggregateExpression, Attribute)],
+  def plan(windows: WindowAggregate, input: LogicalPlan, intake: Intake, udfs: Seq[(AggregateExpression, Attribute)],
       results: Seq[NamedExpression]): LogicalPlan = {
-    val carried = windows.output.filterNot(_.exprId == rows.output.exprId)
+    val carried = windows.output.filterNot(a => intake.outputs.exists(_.exprId == a.exprId))
     val packed = Alias(PackedRow(carried), "_window_values")()
+    val (values, computed) = intake match {
+      case c: Collected => overCollectedRows(windows, c, packed, udfs)
+      case r: Runs => overRuns(windows, input, r, packed, udfs)
+    }
+    val unpacked = Alias(UnpackedRow(values, StructType(carried.map(a => StructField(a.name, a.dataType, a.nullable)))),
+      "_window_values")()
+    val unpacking = Project(unpacked +: udfs.map(_._2), computed)
+    val carriedField: Map[ExprId, Expression] = carried.zipWithIndex.map { case (a, i) =>
+      a.exprId -> GetStructField(unpacked.toAttribute, i, Some(a.name))
+    }.toMap
+    Project(results.map {
+      case a: Attribute if carriedField.contains(a.exprId) => Alias(carriedField(a.exprId), a.name)(a.exprId, a.qualifier)
+      case ne => ne.transformUp { case a: Attribute if carriedField.contains(a.exprId) => carriedField(a.exprId) }
+        .asInstanceOf[NamedExpression]
+    }, unpacking)
+  }
+
+  /** Spark's Python aggregation over each window's collected rows: the packed values, and the plan giving them with the UDFs' values. */
+  private def overCollectedRows(windows: WindowAggregate, rows: Collected, packed: Alias,
+      udfs: Seq[(AggregateExpression, Attribute)]): (Attribute, LogicalPlan) = {
     // a window's identity: two windows of a key may share bounds and values (count windows over rows of one time)
     val windowId = Alias(MonotonicallyIncreasingID(), "_window_id")()
     val perWindow = Project(windows.keys ++ Seq(windowId, packed, rows.output), windows)
@@ -92,7 +157,7 @@ object PythonAggregates {
     val ordered = Sort((grouping ++ Seq(fields.head.toAttribute, position)).map(SortOrder(_, Ascending)),
       global = false, withFields)
 
-    val argument: Seq[(Expression, Attribute)] = rows.arguments.zip(fields.tail.map(_.toAttribute))
+    val argument = rows.arguments.zip(fields.tail.map(_.toAttribute))
     def fieldOf(e: Expression): Expression = e match {
       case NamedArgumentExpression(key, value) => NamedArgumentExpression(key, fieldOf(value))
       case value => argument.collectFirst { case (a, field) if a.semanticEquals(value) => field }.get
@@ -102,57 +167,88 @@ object PythonAggregates {
       val overRows = ae.withNewChildren(udf.withNewChildren(udf.children.map(fieldOf)) +: ae.filter.toSeq)
       Alias(overRows, out.name)(exprId = out.exprId)
     }
-    val aggregated = Aggregate(grouping, grouping ++ values, ordered)
+    (packed.toAttribute, Aggregate(grouping, grouping ++ values, ordered))
+  }
 
-    val unpacked = Alias(UnpackedRow(packed.toAttribute, StructType(carried.map(a => StructField(a.name, a.dataType, a.nullable)))),
-      "_window_values")()
-    val unpacking = Project(unpacked +: values.map(_.toAttribute), aggregated)
-    val carriedField: Map[ExprId, Expression] = carried.zipWithIndex.map { case (a, i) =>
-      a.exprId -> GetStructField(unpacked.toAttribute, i, Some(a.name))
-    }.toMap
-    Project(results.map {
-      case a: Attribute if carriedField.contains(a.exprId) => Alias(carriedField(a.exprId), a.name)(a.exprId, a.qualifier)
-      case ne => ne.transformUp { case a: Attribute if carriedField.contains(a.exprId) => carriedField(a.exprId) }
-        .asInstanceOf[NamedExpression]
-    }, unpacking)
+  /**
+   * Each key's rows cogrouped with its windows, `windowagg._aggregates.sliced` calling the UDFs on
+   * each window's run of rows: the packed values, and the plan giving them with the UDFs' values.
+   */
+  private def overRuns(windows: WindowAggregate, input: LogicalPlan, runs: Runs, packed: Alias,
+      udfs: Seq[(AggregateExpression, Attribute)]): (Attribute, LogicalPlan) = {
+    val rows = Project(
+      windows.keys.zipWithIndex.map { case (k, i) => Alias(k, s"_k$i")() } ++ Seq(Alias(TimeTicks(runs.time), "_t")()) ++
+        runs.arguments.zipWithIndex.map { case (e, i) => Alias(e, s"_a$i")() },
+      Filter(IsNotNull(runs.time), input))
+    // the windows keep their keys' attributes, so that their clustering by the keys holds for the cogroup
+    val windowRuns = Project(windows.keys ++ Seq(Alias(packed.child, "_values")(), Alias(runs.first, "_first")(),
+      Alias(runs.last, "_last")(), Alias(runs.count, "_n")(), Alias(TimeTicks(windows.windowStart), "_start")(),
+      Alias(TimeTicks(windows.windowEnd), "_end")()), windows)
+
+    val functions = udfs.map(_._1.aggregateFunction.asInstanceOf[PythonUDAF])
+    val taking = functions.map(_.children.map(c => runs.arguments.indexWhere(_.semanticEquals(valueOf(c)))))
+    val command = pickledCall("windowagg._aggregates", "sliced",
+      Tuple(functions.map(f => Bytes(SparkInternals.pythonCommand(f)))), Tuple(taking.map(t => Tuple(t.map(Int32)))),
+      Bool(runs.arrow), Text(windows.timeColumn.windowType.typeName))
+    val values = AttributeReference("_values", BinaryType, nullable = false)()
+    val output = values +: udfs.map { case (ae, out) => AttributeReference(out.name, ae.dataType)(exprId = out.exprId) }
+    val function = SparkInternals.pythonUDF(functions.map(_.name).mkString("windowagg_slices_", "_", ""), functions,
+      command, StructType(output.map(a => StructField(a.name, a.dataType, a.nullable))), rows.output ++ windowRuns.output,
+      runs.cogrouped)
+    val keys = windows.keys.length
+    val cogrouped =
+      if (runs.arrow) FlatMapCoGroupsInArrow(keys, keys, function, output, rows, windowRuns)
+      else FlatMapCoGroupsInPandas(keys, keys, function, output, rows, windowRuns)
+    (values, cogrouped)
   }
 
   private def valueOf(argument: Expression): Expression = argument match {
     case NamedArgumentExpression(_, value) => value
     case value => value
   }
+
+  /** A Python value the JVM writes in a pickle. */
+  private sealed trait Value
+  private final case class Bytes(bytes: Array[Byte]) extends Value
+  private final case class Int32(n: Int) extends Value
+  private final case class Bool(b: Boolean) extends Value
+  private final case class Text(s: String) extends Value
+  private final case class Tuple(items: Seq[Value]) extends Value
+
+  /**
+   * The pickle (protocol 3) of the call `module.name(args...)`: loaded by a Python worker as a UDF's
+   * command, it runs that call there.
+   */
+  private def pickledCall(module: String, name: String, args: Value*): Array[Byte] = {
+    val out = new ByteArrayOutputStream()
+    def int32(n: Int): Unit = (0 until 4).foreach(i => out.write((n >>> (8 * i)) & 0xff))
+    def write(v: Value): Unit = v match {
+      case Bytes(bytes) => out.write('B'); int32(bytes.length); out.write(bytes)
+      case Int32(n) => out.write('J'); int32(n)
+      case Bool(b) => out.write(if (b) 0x88 else 0x89)
+      case Text(s) => val utf8 = s.getBytes(StandardCharsets.UTF_8); out.write('X'); int32(utf8.length); out.write(utf8)
+      case Tuple(items) => out.write('('); items.foreach(write); out.write('t')
+    }
+    out.write(0x80); out.write(3)
+    out.write(s"c$module\n$name\n".getBytes(StandardCharsets.US_ASCII))
+    write(Tuple(args))
+    out.write('R'); out.write('.')
+    out.toByteArray
+  }
 }
 
-/** `children`'s values as the bytes of one UnsafeRow: equal values, equal bytes. */
-case class PackedRow(children: Seq[Expression]) extends Expression with CodegenFallback {
-  override def nullable: Boolean = false
-  override def dataType: DataType = BinaryType
-  override def prettyName: String = "windowagg_packed_row"
+/** A time as its ticks: a timestamp's microseconds (with or without a zone), an integral epoch's own number. */
+case class TimeTicks(child: Expression) extends UnaryExpression with CodegenFallback {
+  override def dataType: DataType = LongType
+  override def prettyName: String = "windowagg_time_ticks"
 
-  @transient private lazy val project = UnsafeProjection.create(children)
-
-  override def eval(input: InternalRow): Any = {
-    val row = project(input)
-    val bytes = new Array[Byte](row.getSizeInBytes)
-    row.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
-    bytes
+  override protected def nullSafeEval(time: Any): Any = time match {
+    case t: Long => t
+    case t: Int => t.toLong
+    case t: Short => t.toLong
+    case t: Byte => t.toLong
+    case other => throw new IllegalStateException(s"not a time: $other")
   }
 
-  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PackedRow = copy(children = newChildren)
-}
-
-/** The row [[PackedRow]] packed, as a struct of `schema`. */
-case class UnpackedRow(child: Expression, schema: StructType) extends UnaryExpression with CodegenFallback {
-  override def nullable: Boolean = false
-  override def dataType: DataType = schema
-  override def prettyName: String = "windowagg_unpacked_row"
-
-  override protected def nullSafeEval(packed: Any): Any = {
-    val bytes = packed.asInstanceOf[Array[Byte]]
-    val row = new UnsafeRow(schema.length)
-    row.pointTo(bytes, bytes.length)
-    row
-  }
-
-  override protected def withNewChildInternal(newChild: Expression): UnpackedRow = copy(child = newChild)
+  override protected def withNewChildInternal(newChild: Expression): TimeTicks = copy(child = newChild)
 }

@@ -164,17 +164,20 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       aggregateOutput(aggregates.indexWhere { case (e, v) => v == view && e.semanticEquals(ae) })
     // pandas/Arrow aggregate UDFs are computed after the windows, over each window's rows
     val (python, windowed) = aggregates.zip(aggregateOutput).partition { case ((ae, _), _) => PythonAggregates.isPython(ae) }
-    val pythonRows = if (python.isEmpty) None else Some(PythonAggregates.windowRows(python.map(_._1._1), timeAttribute))
+    val pythonIntake = if (python.isEmpty) None
+      else Some(PythonAggregates.intake(python.map(_._1._1), timeAttribute, Engine.of(windows), gap.isDefined, input))
+
+    val pythonAggregates = pythonIntake.toSeq.flatMap(_.aggregates)
 
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
     val node = WindowAggregate(
       keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, windows, window.definition.spec,
-      windowed.map(_._1._1.aggregateFunction) ++ pythonRows.map(_.collect.aggregateFunction),
-      windowed.map(_._1._1.filter.getOrElse(Literal.TrueLiteral)) ++ pythonRows.map(_ => Literal.TrueLiteral),
-      windowed.map(_._1._2) ++ pythonRows.map(_ => WindowView.All), windowStart, windowEnd,
-      windowed.map(_._2) ++ pythonRows.map(_.output), input)
+      windowed.map(_._1._1.aggregateFunction) ++ pythonAggregates.map(_.aggregateFunction),
+      windowed.map(_._1._1.filter.getOrElse(Literal.TrueLiteral)) ++ pythonAggregates.map(_ => Literal.TrueLiteral),
+      windowed.map(_._1._2) ++ pythonAggregates.map(_ => WindowView.All), windowStart, windowEnd,
+      windowed.map(_._2) ++ pythonIntake.toSeq.flatMap(_.outputs), input)
 
     val bounds = CreateNamedStruct(Seq(Literal("start"), windowStart, Literal("end"), windowEnd))
     // late rows emitted by a streaming aggregation have no window
@@ -210,8 +213,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options, names)
       Project(results ++ streaming.output.drop(node.output.length), streaming)
     } else {
-      pythonRows.fold[LogicalPlan](Project(results, node)) { rows =>
-        PythonAggregates.plan(node, rows, python.map { case ((ae, _), out) => (ae, out) }, results)
+      pythonIntake.fold[LogicalPlan](Project(results, node)) { intake =>
+        PythonAggregates.plan(node, input, intake, python.map { case ((ae, _), out) => (ae, out) }, results)
       }
     }
   }

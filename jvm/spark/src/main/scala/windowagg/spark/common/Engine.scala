@@ -26,6 +26,14 @@ sealed abstract class Engine extends Serializable {
   def cutAtRows: Option[RowWindows] = None
 
   /**
+   * Whether a window's rows are all of its key's rows from its first row's time to its last's, so
+   * that it is one run of the key's rows in time order: windows that are spans of time. Not so for
+   * windows cut at rows (rows of one time may fall in different windows) nor listed ones (a row
+   * lists its own windows).
+   */
+  def windowsAreRunsOfRows: Boolean = cutAtRows.isEmpty && listed.isEmpty
+
+  /**
    * Why rows cannot be aggregated before the shuffle, whatever the aggregates, if so; `perRowLength`
    * says whether the definition reads a length from each row (a session's gap).
    */

@@ -1,13 +1,17 @@
 package org.apache.spark.sql.windowagg
 
+import scala.collection.immutable.ArraySeq
+import scala.jdk.CollectionConverters._
 import scala.util.Try
 
 import org.apache.spark.SparkContext
+import org.apache.spark.api.python.{PythonBroadcast, PythonEvalType, PythonFunction}
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{classic, Column, DataFrame, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.plans.logical.{BaseEvalPython, LogicalPlan}
-import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression, PythonUDAF, PythonUDF, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, HashPartitioning, Partitioning}
@@ -18,7 +22,8 @@ import org.apache.spark.sql.execution.aggregate.AggUtils
 import org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.util.CollectionAccumulator
 
 /**
  * The one place that uses Spark APIs which are package-private and have changed between releases
@@ -46,6 +51,31 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
 
   def dataFrame(session: SparkSession, plan: LogicalPlan): DataFrame =
     classic.Dataset.ofRows(session.asInstanceOf[classic.SparkSession], plan)
+
+  /**
+   * For a grouped-aggregate UDF of `evalType` that windowagg can call on slices of a key's rows, the
+   * cogrouped-map evaluation it runs in and whether it takes Arrow (else pandas); None for the
+   * others (the iterator forms).
+   */
+  def cogroupedEvaluation(evalType: Int): Option[(Int, Boolean)] =
+    if (evalType == PythonEvalType.SQL_GROUPED_AGG_PANDAS_UDF) Some((PythonEvalType.SQL_COGROUPED_MAP_PANDAS_UDF, false))
+    else if (evalType == PythonEvalType.SQL_GROUPED_AGG_ARROW_UDF) Some((PythonEvalType.SQL_COGROUPED_MAP_ARROW_UDF, true))
+    else None
+
+  /** The pickled command of a Python UDF: its function and return type, as PySpark pickled them. */
+  def pythonCommand(udf: PythonUDAF): Array[Byte] = udf.func.command.toArray
+
+  /**
+   * A Python UDF running the pickled command `pickled` in the Python environment of `udfs` (their interpreter, includes
+   * and variables, and every broadcast their commands may read), of evaluation `evalType`.
+   */
+  def pythonUDF(name: String, udfs: Seq[PythonUDAF], pickled: Array[Byte], dataType: DataType,
+      children: Seq[Expression], evalType: Int): PythonUDF = {
+    val like = udfs.head.func
+    val function = CommandInEnvironment(ArraySeq.unsafeWrapArray(pickled), like.envVars, like.pythonIncludes,
+      like.pythonExec, like.pythonVer, udfs.flatMap(_.func.broadcastVars.asScala).distinct.asJava, like.accumulator)
+    PythonUDF(name, function, dataType, children, evalType, udfDeterministic = true)
+  }
 
   /** Whether `plan`, optimized, runs a Python function (a Python or pandas/Arrow UDF, in Spark's Python workers). */
   def evaluatesPython(plan: LogicalPlan): Boolean = plan.exists(_.isInstanceOf[BaseEvalPython])
@@ -147,3 +177,13 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
     (partitioning, child) => apply(Seq(partitioning, child)).asInstanceOf[SparkPlan]
   }
 }
+
+/** A Python function: a pickled command, and the environment it runs in. */
+private final case class CommandInEnvironment(
+    command: Seq[Byte],
+    envVars: java.util.Map[String, String],
+    pythonIncludes: java.util.List[String],
+    pythonExec: String,
+    pythonVer: String,
+    broadcastVars: java.util.List[Broadcast[PythonBroadcast]],
+    accumulator: CollectionAccumulator[Array[Byte]]) extends PythonFunction

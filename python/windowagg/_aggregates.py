@@ -1,0 +1,141 @@
+"""What runs on the executors for a pandas or Arrow aggregate UDF over windows whose rows are a run of
+a key's time-ordered rows (every kind but Storm's and listed windows): each key's rows come to Python
+once, with its windows, and the user's function is called on each window's slice of them, as Spark's
+bounded ``OVER`` frames call a pandas UDF on slices of a partition's rows.
+
+The JVM (windowagg.spark.PythonAggregates) plans a cogroup of two sides by key: the key's rows (the
+time ``_t`` in ticks and each distinct argument ``_a0``, ``_a1``, ...) and its windows (``_values``,
+the window's keys, bounds and built-in values packed by the JVM; ``_first`` and ``_last``, the ticks
+of its first and last rows; ``_n``, its row count; ``_start`` and ``_end``, its bounds in ticks, for
+errors). Its Python function is a pickle the JVM writes, which calls :func:`sliced` here with the
+users' pickled functions when a Python worker loads it: the package is installed on the executors,
+as for :class:`windowagg.PythonWindows`.
+"""
+
+import datetime
+from typing import Any, Callable, List, Sequence, Tuple
+
+
+def sliced(
+    commands: Sequence[bytes], arguments: Sequence[Sequence[int]], arrow: bool, time_type: str
+) -> Tuple[Callable, Any]:
+    """The cogroup function and its return type, for the users' functions pickled in ``commands``
+    (as PySpark pickles a UDF: its function and return type), the i-th taking the arguments
+    ``_a<arguments[i][0]>``, ...; pandas Series, or pyarrow Arrays with ``arrow``. Windows' bounds
+    come as ticks of the time column, of type ``time_type`` ('timestamp', 'timestamp_ntz' or an
+    integral epoch's)."""
+    from pyspark.serializers import CloudPickleSerializer
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    functions, types = [], []
+    for command in commands:
+        function, return_type = _loaded(CloudPickleSerializer(), command)
+        functions.append(function)
+        types.append(return_type)
+    schema = StructType([StructField("_values", BinaryType(), False)] +
+                        [StructField(f"_r{i}", t, True) for i, t in enumerate(types)])
+    apply = _arrow_windows if arrow else _pandas_windows
+
+    def over_windows(key: Tuple, rows: Any, windows: Any) -> Any:  # three parameters: Spark passes the key too
+        return apply(tuple(_scalar(k) for k in key), rows, windows, functions, arguments, time_type)
+
+    return over_windows, schema
+
+
+def _loaded(serializer: Any, command: bytes) -> Any:
+    """A UDF's (function, return type), through the broadcast PySpark uses for a large one."""
+    loaded = serializer.loads(command)
+    if type(loaded).__name__ == "Broadcast":
+        loaded = serializer.loads(loaded.value)
+    return loaded
+
+
+def _runs(times: Any, windows_first: Any, windows_last: Any, counts: Any) -> Tuple[Any, Any]:
+    """Each window's [begin, end) among the key's rows sorted by time: the rows from its first row's
+    time to its last's, which must be its own rows, as many as it counted."""
+    import numpy as np
+
+    begin = np.searchsorted(times, windows_first, "left")
+    end = np.searchsorted(times, windows_last, "right")
+    wrong = np.flatnonzero(end - begin != counts)
+    if len(wrong):
+        i = wrong[0]
+        raise RuntimeError(
+            f"windowagg: the window of rows from {windows_first[i]} to {windows_last[i]} counted {counts[i]} rows, "
+            f"and {end[i] - begin[i]} rows of its key have times in that run; please report this"
+        )
+    return begin, end
+
+
+def _pandas_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable], arguments: Sequence[Sequence[int]],
+                    time_type: str) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    rows = rows.iloc[np.argsort(rows["_t"].to_numpy(), kind="stable")].reset_index(drop=True)
+    begin, end = _runs(rows["_t"].to_numpy(), windows["_first"].to_numpy(), windows["_last"].to_numpy(),
+                       windows["_n"].to_numpy())
+    # each argument's values, sliced per window into a Series of its own indexed from 0, as a grouped
+    # aggregation gives a group's (numpy's arrays slice faster than Series do)
+    values = {name: rows[name].to_numpy() if isinstance(rows[name].dtype, np.dtype) else rows[name].array
+              for name in rows.columns if name.startswith("_a")}
+    out = {"_values": windows["_values"].reset_index(drop=True)}
+    for i, (function, taken) in enumerate(zip(functions, arguments)):
+        arrays = [values[f"_a{a}"] for a in taken]
+        out[f"_r{i}"] = pd.Series(
+            _each_window(function, begin, end, lambda b, e: [pd.Series(a[b:e], copy=False) for a in arrays],
+                         key, windows["_start"].to_numpy(), windows["_end"].to_numpy(), time_type),
+            dtype=object)
+    return pd.DataFrame(out)
+
+
+def _arrow_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable], arguments: Sequence[Sequence[int]],
+                   time_type: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = rows.take(pc.sort_indices(rows, sort_keys=[("_t", "ascending")]))
+    begin, end = _runs(rows.column("_t").to_numpy(), windows.column("_first").to_numpy(),
+                       windows.column("_last").to_numpy(), windows.column("_n").to_numpy())
+    out = {"_values": windows.column("_values")}
+    for i, (function, taken) in enumerate(zip(functions, arguments)):
+        arrays = [rows.column(f"_a{a}").combine_chunks() for a in taken]
+        out[f"_r{i}"] = [_scalar(value) for value in _each_window(
+            function, begin, end, lambda b, e: [a.slice(b, e - b) for a in arrays], key,
+            windows.column("_start").to_numpy(), windows.column("_end").to_numpy(), time_type)]
+    return pa.table(out)
+
+
+class WindowAggregateError(RuntimeError):
+    """A user's aggregate function failed on a window: the error names the function, key and window."""
+
+
+def _each_window(function: Callable, begin: Any, end: Any, slices: Callable, key: Tuple, starts: Any, ends: Any,
+                 time_type: str) -> List:
+    """``function`` over each window's ``slices``; should it fail, an error naming the key and the
+    window's bounds (``starts``, ``ends``: ticks of ``time_type``)."""
+    results = []
+    j = 0
+    try:
+        for j in range(len(begin)):
+            results.append(function(*slices(begin[j], end[j])))
+    except Exception as e:
+        name = getattr(function, "__name__", repr(function))
+        bounds = f"from {_time(starts[j], time_type)} to {_time(ends[j], time_type)}"
+        raise WindowAggregateError(
+            f"{name} failed on the window {bounds} of the key {key}: {type(e).__name__}: {e}"
+        ) from e
+    return results
+
+
+def _time(ticks: Any, time_type: str) -> str:
+    """A window's bound as the time column shows it: a timestamp's microseconds as a date and time."""
+    if time_type not in ("timestamp", "timestamp_ntz"):
+        return str(ticks)
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(ticks))
+    return moment.isoformat(sep=" ") + (" UTC" if time_type == "timestamp" else "")
+
+
+def _scalar(value: Any) -> Any:
+    """An Arrow UDF's result as a Python value (it may return a pyarrow Scalar)."""
+    return value.as_py() if hasattr(value, "as_py") else value
