@@ -356,3 +356,25 @@ def test_a_failing_udf_names_the_key_and_window_it_failed_on(spark):
     window_ = "the window from 2024-01-01 00:03:00 UTC to 2024-01-01 00:06:00 UTC"
     assert f"picky failed on {window_} of the key ('a',)" in text, text
     assert "13 is unlucky" in text
+
+
+def test_a_key_whose_rows_exceed_an_arrow_batch(spark):
+    """A key's rows reach Python in several Arrow batches (50 rows each here) and are one key's rows still."""
+    ids_as_given, wmedian = udfs()
+    rows = [(i, "a", START + (i // 3) * MINUTE, float(i % 17), 1.0 + i % 3) for i in range(400)]
+    df = frame(spark, rows)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        got = with_bounds(df.groupBy("k", window("ts", SlidingWindows.of("2 hours"))).agg(
+            ids_as_given("id").alias("given"), wmedian("v", "w").alias("m"), F.count(F.lit(1)).alias("n")
+        )).collect()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    oracle = bf.sliding_windows(rows, 2 * HOUR, key=lambda r: r[1], time=lambda r: r[2])
+    assert max(len(m) for m in oracle.values()) > 50
+    assert sorted((r.ws, r.we) for r in got) == sorted((s, e) for _, s, e in oracle)
+    time_of = {r[0]: r[2] for r in rows}
+    for r in got:
+        members = oracle[("a", r.ws, r.we)]
+        check_udf_rows(r.asDict(), [m[0] for m in members], time_of)
+        assert r.m == weighted_median([m[3] for m in members], [m[4] for m in members])
