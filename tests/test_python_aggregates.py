@@ -333,6 +333,13 @@ def test_windows_of_spans_of_time_call_the_udf_on_slices_of_each_keys_rows(spark
         plan = plan_of(df.groupBy("k", window("ts", definition)).agg(wmedian("v", "w")))
         assert ("FlatMapCoGroupsInPandas" in plan) == sliced, plan
         assert ("ArrowAggregatePython" in plan) != sliced, plan
+    # arguments given by name are passed by name, by Spark's Python aggregation
+    by_name = df.groupBy("k", window("ts", SlidingWindows.of("1 hour"))).agg(
+        wmedian(w=F.col("w"), v=F.col("v")).alias("m")
+    )
+    assert "ArrowAggregatePython" in plan_of(by_name)
+    by_position = df.groupBy("k", window("ts", SlidingWindows.of("1 hour"))).agg(wmedian("v", "w").alias("m"))
+    assert sorted(map(tuple, by_name.collect())) == sorted(map(tuple, by_position.collect()))
     random_values = df.withColumn("v", F.rand(3))
     plan = plan_of(random_values.groupBy("k", window("ts", SlidingWindows.of("1 hour"))).agg(wmedian("v", "w")))
     assert "FlatMapCoGroupsInPandas" not in plan and "ArrowAggregatePython" in plan

@@ -101,8 +101,10 @@ object PythonAggregates {
     val arguments = functions.flatMap(_.children.map(valueOf))
       .foldLeft(Seq.empty[Expression]) { (seen, e) => if (seen.exists(_.semanticEquals(e))) seen else seen :+ e }
     // Runs read the input twice (for the windows, and for their rows), so it must give the same rows
-    // both times; and rows a session's gap column leaves out may sit between a session's rows
-    val runs = engine.windowsAreRunsOfRows && !gapColumn && !input.exists(_.expressions.exists(!_.deterministic))
+    // both times; rows a session's gap column leaves out may sit between a session's rows; and its
+    // Python side passes arguments by position only
+    val runs = engine.windowsAreRunsOfRows && !gapColumn && !input.exists(_.expressions.exists(!_.deterministic)) &&
+      !functions.exists(_.children.exists(_.isInstanceOf[NamedArgumentExpression]))
     SparkInternals.cogroupedEvaluation(functions.head.evalType).filter(_ => runs) match {
       case Some((cogrouped, arrow)) => Runs(time, arguments, cogrouped, arrow)
       case None =>
