@@ -116,6 +116,24 @@ object TimeWindows extends WindowSpec.Reader {
       }
     }
 
+    // Only the windows a slice opens, earliest first: listing all size/advance windows of each
+    // slice and keeping the few new ones was most of a hopping window's cost.
+    override def foreachWindowStartingAfter(after: Long, time: Long)(window: (Long, Long) => Unit): Unit = {
+      val latest = alignedDown(time, advanceTicks)
+      if (latest > after) {
+        val holding = (sizeTicks - (time - latest) - 1) / advanceTicks + 1
+        val distance = latest - after // wraps to negative only when farther than any window reaches
+        val opened = if (distance < 0) holding else math.min(holding, (distance - 1) / advanceTicks + 1)
+        var start = Ticks.earlier(latest, (opened - 1) * advanceTicks, time)
+        var left = opened
+        while (left > 0) {
+          window(start, endOf(start))
+          left -= 1
+          if (left > 0) start += advanceTicks
+        }
+      }
+    }
+
     override def closesAt(time: Long): Long = endOf(alignedDown(time, advanceTicks)) - 1
 
     /** The latest boundary offset + k × step at or before `time`. */

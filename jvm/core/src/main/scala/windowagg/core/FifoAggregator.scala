@@ -23,15 +23,23 @@ final class FifoAggregator[P](agg: PartialAggregation[P]) {
   private val front = ArrayBuffer.empty[P] // newest first; once built, front(i) holds front(i) ⊕ ... ⊕ front(0)
   private var frontBuilt = true // whether the front holds suffix aggregates or the flipped partials
   private var scratch: P = agg.newEmpty()
+  // what `aggregate` gave while nothing was pushed or popped since: consecutive windows over the same
+  // slices (a hopping window advancing less than the time between rows) read it again for free
+  private var read: P = _
+  private var readValid = false
 
   def size: Int = front.length + back.length
   def isEmpty: Boolean = size == 0
 
   /** Appends the partial of records later than all held ones; the buffer now belongs to this. */
-  def push(partial: P): Unit = back += partial
+  def push(partial: P): Unit = {
+    back += partial
+    readValid = false
+  }
 
   /** Drops every partial. */
   def clear(): Unit = {
+    readValid = false
     front.clear()
     frontBuilt = true
     back.clear()
@@ -41,6 +49,7 @@ final class FifoAggregator[P](agg: PartialAggregation[P]) {
 
   /** Drops the oldest partial. */
   def pop(): Unit = {
+    readValid = false
     if (front.isEmpty) {
       if (back.isEmpty) throw new NoSuchElementException("pop from an empty FifoAggregator")
       flip()
@@ -50,21 +59,25 @@ final class FifoAggregator[P](agg: PartialAggregation[P]) {
 
   /**
    * The aggregate of all held partials, in push order. The buffer stays owned by this structure
-   * and is valid until the next push, pop or query.
+   * and is valid until the next push or pop; callers read it and do not change it.
    */
-  def aggregate: P = {
+  def aggregate: P = if (readValid) read else {
     buildFront()
     while (backFolded < back.length) {
       backAggregate = agg.mergeInto(backAggregate, back(backFolded))
       backFolded += 1
     }
-    if (front.isEmpty) backAggregate
-    else if (back.isEmpty) front.last
-    else {
-      scratch = agg.copyInto(scratch, front.last)
-      scratch = agg.mergeInto(scratch, backAggregate)
-      scratch
-    }
+    val result =
+      if (front.isEmpty) backAggregate
+      else if (back.isEmpty) front.last
+      else {
+        scratch = agg.copyInto(scratch, front.last)
+        scratch = agg.mergeInto(scratch, backAggregate)
+        scratch
+      }
+    read = result
+    readValid = true
+    result
   }
 
   /** back = v1 (oldest) .. vk becomes front = [vk, ..., v1], suffix aggregates built on the next read. */

@@ -34,7 +34,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private val fifo = new FifoAggregator[P](agg)
   private var held = 0L
   private var heldUntil = 0L
-  private val pending = new java.util.TreeSet[SlicingCursor.Window](SlicingCursor.byEndThenStart)
+  private val pending = new SlicingCursor.Pending
   // the partials of aligned runs of slices: at level l, the run of slices [i << l, (i + 1) << l) by i
   private val runs = mutable.ArrayBuffer.empty[mutable.LongMap[P]]
   private var runsKept = 0
@@ -43,19 +43,22 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private var anySlice = false
   private var next: Reaching[P] = read()
 
-  private var current: SlicingCursor.Window = _
+  private var currentStart = 0L
+  private var currentEnd = 0L
   // Long.MaxValue while none is left out: no window's last tick is, as its end is exclusive
   private var earliestLeftOut = Long.MaxValue
 
-  def start: Long = current.start
-  def end: Long = current.end
+  def start: Long = currentStart
+  def end: Long = currentEnd
   /** Combined only when asked for: a caller passing over windows costs no merge. */
-  def aggregate: P = combine(current.start, current.end)
+  def aggregate: P = combine(currentStart, currentEnd)
 
   def advance(): Boolean = {
     while (true) {
-      if (!pending.isEmpty && (next == null || pending.first.end - 1 < next.time)) {
-        current = pending.pollFirst()
+      if (!pending.isEmpty && (next == null || pending.firstEnd - 1 < next.time)) {
+        pending.pollFirst()
+        currentStart = pending.polledStart
+        currentEnd = pending.polledEnd
         return true
       }
       if (next == null) return false
@@ -90,7 +93,7 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
 
   private def addWindow(start: Long, end: Long): Unit =
     if (end - 1 >= lastTickBefore) leaveOut(end - 1)
-    else if (end - 1 >= lastTickFrom) pending.add(SlicingCursor.Window(start, end))
+    else if (end - 1 >= lastTickFrom) pending.add(start, end)
 
   /** Notes a window left out for ending at or after the bound (none if `lastTick` is Long.MaxValue). */
   private def leaveOut(lastTick: Long): Unit = earliestLeftOut = math.min(earliestLeftOut, lastTick)
@@ -105,21 +108,21 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
   private def addListed(t: Long, listed: Array[Long]): Unit = {
     var i = 0
     while (i < listed.length) {
-      val w = SlicingCursor.Window(listed(i), listed(i + 1))
-      if (!anySlice || w.start > previousSlice) pending.add(w)
-      else if (!pending.contains(w)) throw kind.unlisted(w.start, w.end, listedAt = t, notAt = previousSlice)
+      val (start, end) = (listed(i), listed(i + 1))
+      if (!anySlice || start > previousSlice) pending.add(start, end)
+      else if (!pending.contains(start, end)) throw kind.unlisted(start, end, listedAt = t, notAt = previousSlice)
       i += 2
     }
     if (pending.size != listed.length / 2) {
-      val w = pending.iterator.asScala.find(w => !(0 until listed.length by 2).exists(j => listed(j) == w.start && listed(j + 1) == w.end)).get
-      throw kind.unlisted(w.start, w.end, listedAt = previousSlice, notAt = t)
+      val (start, end) = pending.all.find { case (s, e) => !(0 until listed.length by 2).exists(j => listed(j) == s && listed(j + 1) == e) }.get
+      throw kind.unlisted(start, end, listedAt = previousSlice, notAt = t)
     }
   }
 
   /** The aggregate of the kept slices in [start, end): the FIFO moved there, from the tree when going back. */
   private def combine(start: Long, end: Long): P = {
-    val from = dropped + firstAtOrAfter(start)
-    val until = dropped + firstAtOrAfter(end)
+    val from = dropped + firstAtOrAfter(start, held)
+    val until = dropped + firstAtOrAfter(end, heldUntil)
     if (from < held || until < heldUntil) return fromRuns(from, until)
     // past everything held: start over
     if (from >= heldUntil) {
@@ -186,7 +189,17 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
     sweepRunsAt = 2 * runsKept + 64
   }
 
-  private def firstAtOrAfter(time: Long): Int = {
+  /**
+   * The first kept slice at or after `time`, looked for first a few slices on from `hint` (an
+   * absolute index): windows coming in order move the FIFO's ends by a slice or none at a time.
+   */
+  private def firstAtOrAfter(time: Long, hint: Long): Int = {
+    var i = hint - dropped
+    if (i >= 0 && i <= sliceTimes.length && (i == 0 || sliceTimes((i - 1).toInt) < time)) {
+      val near = math.min(i + 4, sliceTimes.length.toLong)
+      while (i < near && sliceTimes(i.toInt) < time) i += 1
+      if (i == sliceTimes.length || sliceTimes(i.toInt) >= time) return i.toInt
+    }
     var lo = 0
     var hi = sliceTimes.length
     while (lo < hi) {
@@ -202,8 +215,65 @@ final class SlicingCursor[P](kind: EnumeratedWindows, partials: Iterator[Reachin
 private object SlicingCursor {
   final case class Window(start: Long, end: Long)
 
-  val byEndThenStart: java.util.Comparator[Window] = (a: Window, b: Window) => {
-    val byEnd = java.lang.Long.compare(a.end, b.end)
-    if (byEnd != 0) byEnd else java.lang.Long.compare(a.start, b.start)
+  /** Whether window (start, end) comes before (otherStart, otherEnd) in (end, start) order. */
+  def before(start: Long, end: Long, otherStart: Long, otherEnd: Long): Boolean =
+    end < otherEnd || (end == otherEnd && start < otherStart)
+
+  val byEndThenStart: java.util.Comparator[Window] = (a: Window, b: Window) =>
+    if (before(a.start, a.end, b.start, b.end)) -1 else if (before(b.start, b.end, a.start, a.end)) 1 else 0
+
+  /**
+   * The windows waiting for their end, a set in (end, start) order. Windows added in that order
+   * (each aligned kind opens its windows so) go to a queue of longs, in O(1) and unboxed; any other
+   * goes to a tree beside it, and the first of the two is polled.
+   */
+  final class Pending {
+    private val starts = new LongQueue()
+    private val ends = new LongQueue()
+    private val unordered = new java.util.TreeSet[Window](byEndThenStart)
+    var polledStart = 0L
+    var polledEnd = 0L
+
+    def isEmpty: Boolean = starts.isEmpty && unordered.isEmpty
+    def size: Int = starts.length + unordered.size
+
+    // Every window in the tree comes before the queue's last (it went there for that, and polls take
+    // it before that last), so the tree is empty when the queue is, and a window after the queue's
+    // last is in neither.
+    def add(start: Long, end: Long): Unit =
+      if (starts.isEmpty || before(starts.last, ends.last, start, end)) { starts += start; ends += end }
+      else if (!queued(start, end)) unordered.add(Window(start, end))
+
+    private def fromQueue: Boolean =
+      unordered.isEmpty || starts.nonEmpty && before(starts.head, ends.head, unordered.first.start, unordered.first.end)
+
+    def firstEnd: Long = if (fromQueue) ends.head else unordered.first.end
+
+    /** Removes the first window, whose bounds are then `polledStart` and `polledEnd`. */
+    def pollFirst(): Unit =
+      if (fromQueue) {
+        polledStart = starts.removeHead()
+        polledEnd = ends.removeHead()
+      } else {
+        val w = unordered.pollFirst()
+        polledStart = w.start
+        polledEnd = w.end
+      }
+
+    def contains(start: Long, end: Long): Boolean = queued(start, end) || unordered.contains(Window(start, end))
+
+    def all: Iterator[(Long, Long)] =
+      Iterator.range(0, starts.length).map(i => (starts(i), ends(i))) ++ unordered.iterator.asScala.map(w => (w.start, w.end))
+
+    /** Whether the queue, sorted, holds the window: a binary search. */
+    private def queued(start: Long, end: Long): Boolean = {
+      var lo = 0
+      var hi = starts.length
+      while (lo < hi) {
+        val mid = (lo + hi) >>> 1
+        if (before(starts(mid), ends(mid), start, end)) lo = mid + 1 else hi = mid
+      }
+      lo < starts.length && starts(lo) == start && ends(lo) == end
+    }
   }
 }
