@@ -14,6 +14,13 @@ no Python classes for the new kinds. Sections (cells of one section share one ca
   hopping_dense  the same windows over an input with 100 rows per key and 10-second slice (--dense-rows)
                 windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
                 spark          groupBy(k, window(ts, '1 hour', '10 seconds'))
+  hopping_write  the same windows over a row every 100 s per key (--write-rows, --write-keys): ten windows
+              a row, against writing as many rows
+                windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
+                windowagg_rows the same with spark.windowagg.aggregateBeforeShuffle=never (rows cross the shuffle)
+                write_floor    Spark making and writing as many rows of the result's shape
+                sort_floor     repartition(4, k).sortWithinPartitions(k, ts)
+                spark          groupBy(k, window(ts, '1 hour', '10 seconds'))
   tumbling    'tumbling 1 minute', same input
                 windowagg      groupBy(k, windows(ts, 'tumbling 1 minute'))
                 spark          groupBy(k, window(ts, '1 minute'))
@@ -51,7 +58,8 @@ cores are marked contended.
 
 Run from the repository root:   bench/run aligned --quick     (~200k rows, a few minutes)
                                 bench/run aligned             (full: 2M rows; see bench/README.md)
-Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-fused.json
+Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-fused.json \
+                                    bench/results/aligned_batch-hopping-write.json
                                 (several files: later files' sections replace/add to the first's,
                                 each section shown with its own run time and git commit)
 
@@ -78,7 +86,7 @@ from harness import log, ratio  # noqa: E402
 DOC = report.DOCS / "benchmarks-aligned.md"
 IMG = report.DOCS / "img" / "aligned_batch.png"
 NOTES = BENCH_DIR / "aligned_batch_notes.md"  # the page's prose, a template render() fills
-SECTIONS = ["hopping", "hopping_dense", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
+SECTIONS = ["hopping", "hopping_dense", "hopping_write", "tumbling", "cumulative", "calendar", "sliding", "sessions"]
 # 2023-11-14 00:00:00 UTC plus 20 min 34.567 s, so no window boundary coincides with the first event
 BASE_MS = 1_699_920_000_000 + 1_234_567
 
@@ -101,6 +109,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--hours", type=float, default=4.0, help="time span of each key in the hopping/tumbling input (4)")
     p.add_argument("--dense-rows", type=int,
                    help="rows of the dense hopping input, 100 per key and 10-second slice (default: --rows)")
+    p.add_argument("--write-rows", type=int,
+                   help="rows of the hopping_write input, a row every 100 s per key (default 1,000,000; quick 100,000)")
+    p.add_argument("--write-keys", type=int, help="keys of the hopping_write input (default 1000; quick 100)")
     p.add_argument("--cum-rows", type=int, help="rows of the cumulative input (default: --rows)")
     p.add_argument("--cum-keys", type=int, help="keys of the cumulative input (default: --keys)")
     p.add_argument("--cum-days", type=float, default=4.0, help="time span of each key in the cumulative input (4)")
@@ -131,7 +142,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     harness.add_output_args(p, DOC.name, several_reports=True)
     a = p.parse_args(argv)
     harness.defaults(a, rows=(2_000_000, 200_000), keys=(100, 10), cal_rows=(4_000_000, 200_000),
-                     cal_keys=(100, 5), sliding_rows=(4_000_000, 200_000), sliding_keys=(1000, 50),
+                     cal_keys=(100, 5), write_rows=(1_000_000, 100_000), write_keys=(1000, 100), sliding_rows=(4_000_000, 200_000), sliding_keys=(1000, 50),
                      session_rows=(4_000_000, 200_000), session_keys=(1000, 100), reps=(3, 2),
                      timeout=(300.0, 120.0), hop_timeout=(900.0, 120.0))
     a.dense_rows = a.dense_rows or a.rows
@@ -206,6 +217,18 @@ def flat_date_trunc(df, zone: str | None = None):
 
 def q_floor(df, partitions: int):
     return df.repartition(partitions, "k").sortWithinPartitions("k", "ts")
+
+
+def q_write_floor(spark, rows: int, keys: int, partitions: int):
+    """As many rows as a result has, of its shape (k, window struct, s, n, a), made and written by Spark:
+    what writing the windows costs, whoever computes them."""
+    from pyspark.sql import functions as F
+    def at(ms):  # plain arithmetic on longs: adding an INTERVAL would cost more than the writing
+        return F.timestamp_millis(F.lit(ms) + F.col("id") * 10_000)
+    return spark.range(0, rows, 1, partitions).select(
+        (F.col("id") % keys).cast("int").alias("k"),
+        F.struct(at(BASE_MS).alias("start"), at(BASE_MS + 3_600_000).alias("end")).alias("window"),
+        (F.col("id") * 0.5).alias("s"), F.col("id").alias("n"), (F.col("id") * 0.25).alias("a"))
 
 
 def q_union24(df):
@@ -360,6 +383,34 @@ def main(argv=None) -> int:
         cell(sec, "spark", lambda: q_spark_window(dense, "1 hour", "10 seconds"), timeout=a.hop_timeout)
         dense.unpersist()
 
+    if "hopping_write" in a.sections:
+        from pyspark.sql import functions as F
+        span = a.write_rows / a.write_keys * 100.0
+        sparse, info = harness.cache_input(aligned_input(spark, a.write_rows, a.write_keys, span, a.seed + 40,
+                                                         a.shuffle_partitions), "hopping_write")
+        res["write_input"] = {**info, "span_s_per_key": span, "rows_per_key": a.write_rows // a.write_keys}
+        sec = section("hopping_write", f"Hopping 1 hour every 10 seconds, a row every 100 s per key ({a.write_rows:,} rows, "
+                                       f"{a.write_keys} keys, {span / 3600:g} h)", spec=HOP_SPEC, input="write")
+        sec["plan_windowagg"] = harness.plan_of(q_windows(sparse, HOP_SPEC))
+        sec["windows"] = q_windows(sparse, HOP_SPEC).count()
+        res["write_input"]["windows"] = sec["windows"]
+        if a.check:
+            t0 = time.perf_counter()
+            sub = sparse.where(F.col("k") < a.hop_check_keys)
+            sec["check_keys"] = a.hop_check_keys
+            sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
+            sec["check_s"] = round(time.perf_counter() - t0, 1)
+            log(f"hopping_write check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
+            save()
+        cell(sec, "windowagg", lambda: q_windows(sparse, HOP_SPEC))
+        spark.conf.set("spark.windowagg.aggregateBeforeShuffle", "never")
+        cell(sec, "windowagg_rows", lambda: q_windows(sparse, HOP_SPEC))
+        spark.conf.unset("spark.windowagg.aggregateBeforeShuffle")
+        cell(sec, "write_floor", lambda: q_write_floor(spark, sec["windows"], a.write_keys, a.shuffle_partitions))
+        cell(sec, "sort_floor", lambda: q_floor(sparse, a.shuffle_partitions))
+        cell(sec, "spark", lambda: q_spark_window(sparse, "1 hour", "10 seconds"), timeout=a.hop_timeout)
+        sparse.unpersist()
+
     if "tumbling" in a.sections:
         sec = section("tumbling", f"Tumbling 1 minute ({a.rows:,} rows, {a.keys} keys, {a.hours:g} h)",
                       spec=TUMBLE_SPEC, input="aligned")
@@ -482,6 +533,11 @@ RATIOS = [
     ("hopping", "spark_sub", "windowagg_sub", "Spark window() ÷ windowagg, key subset"),
     ("hopping", "windowagg_tvf", "windowagg", "window_agg table ÷ windows() groupBy"),
     ("hopping_dense", "spark", "windowagg", "Spark window() ÷ windowagg, 100 rows per key and slice (target ≥ 50×)"),
+    ("hopping_write", "windowagg", "write_floor", "windowagg ÷ writing as many rows (target ≤ 3×)"),
+    ("hopping_write", "windowagg_rows", "write_floor", "windowagg, rows across the shuffle ÷ writing as many rows"),
+    ("hopping_write", "sort_floor", "write_floor", "shuffle+sort floor ÷ writing as many rows"),
+    ("hopping_write", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
+    ("hopping_write", "spark", "windowagg", "Spark window() ÷ windowagg, a row every 100 s per key (target ≥ 50×)"),
     ("tumbling", "windowagg", "spark", "windowagg ÷ Spark window() (target ≤ 1.0×)"),
     ("tumbling", "sort_floor", "spark", "shuffle+sort floor ÷ Spark window()"),
     ("tumbling", "windowagg", "sort_floor", "windowagg ÷ shuffle+sort floor"),
@@ -505,6 +561,11 @@ LABELS = {
     ("hopping", "spark_sub"): "Spark window(ts, '1 hour', '10 seconds'), key subset",
     ("hopping_dense", "windowagg"): "windowagg windows() groupBy",
     ("hopping_dense", "spark"): "Spark window(ts, '1 hour', '10 seconds')",
+    ("hopping_write", "windowagg"): "windowagg windows() groupBy",
+    ("hopping_write", "windowagg_rows"): "windowagg windows() groupBy, aggregateBeforeShuffle=never",
+    ("hopping_write", "write_floor"): "Spark writing as many rows",
+    ("hopping_write", "sort_floor"): "shuffle + sort floor",
+    ("hopping_write", "spark"): "Spark window(ts, '1 hour', '10 seconds')",
     ("tumbling", "windowagg"): "windowagg windows() groupBy",
     ("tumbling", "spark"): "Spark window(ts, '1 minute')",
     ("tumbling", "sort_floor"): "shuffle + sort floor",
@@ -594,7 +655,7 @@ def plot(res, path: Path) -> None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         ax.grid(axis="x", which="both", alpha=0.25)
     axes[-1].set_xlabel("seconds (log scale): bar = median wall time, dotted outline = median own CPU time;\n"
-                        "blue = windowagg, orange = Spark, grey = shuffle + sort floor; † = contended run(s)")
+                        "blue = windowagg, orange = Spark, grey = floors (shuffle + sort, writing); † = contended run(s)")
     fig.suptitle("windowagg aligned windows vs Spark (local[2], batch)", fontsize=11)
     fig.tight_layout()
     report.save(fig, path)
@@ -643,6 +704,9 @@ def input_values(res: dict) -> dict:
                hop_ts_max=num("ts_max", "")),
         **line("dense_input", "dense_input", dense_rows=num("rows"), dense_keys=num("keys", ""),
                dense_rows_per_key=num("rows_per_key"), dense_minutes=lambda i: f"{i['span_s_per_key'] / 60:g}"),
+        **line("write_input", "write_input", write_rows=num("rows"), write_keys=num("keys", ""),
+               write_rows_per_key=num("rows_per_key"), write_hours=lambda i: f"{i['span_s_per_key'] / 3600:g}",
+               write_windows=num("windows")),
         **line("cumulative_input", "cumulative_input", cum_rows=num("rows"), cum_keys=num("keys", ""),
                cum_rows_per_key=num("rows_per_key"), cum_days=lambda i: f"{i['span_s_per_key'] / 86400:g}",
                cum_ts_min=num("ts_min", ""), cum_ts_max=num("ts_max", "")),
@@ -679,7 +743,7 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     # the inverse of each section's main ratio, so both directions are in the table
     both = []
     for s, wa, sp in [("hopping", "windowagg", "spark"), ("hopping", "windowagg_sub", "spark_sub"),
-                      ("hopping_dense", "windowagg", "spark"),
+                      ("hopping_dense", "windowagg", "spark"), ("hopping_write", "windowagg", "spark"),
                       ("tumbling", "windowagg", "spark"), ("cumulative", "windowagg", "spark_union24"),
                       ("cumulative", "windowagg", "spark_hourly_running"), ("calendar", "windowagg", "spark_date_trunc"),
                       ("sessions", "windowagg", "spark")]:
@@ -694,7 +758,7 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
              "check_hourly_running": "Spark hourly + running SUM (in the windowagg column) vs the union of 24: "
                                      "not the same window set, it lacks the windows after a period's last event",
              "check_zone": "windowagg America/New_York months vs Spark `date_trunc` of the local time, back to UTC"}
-    for s in ("hopping", "hopping_dense", "tumbling", "cumulative", "calendar"):
+    for s in ("hopping", "hopping_dense", "hopping_write", "tumbling", "cumulative", "calendar"):
         sec = res["sections"].get(s)
         for k in ("check", "check_tvf", "check_hourly_running", "check_zone"):
             if sec and k in sec:

@@ -481,6 +481,10 @@ NOT_MEASURED: Dict[str, Dict[str, str]] = {
     "bench/sliding_batch_notes.md": {
         "a right window [t + 1 µs, t + 1 µs + S]": "the tick of a TIMESTAMP",
     },
+    "bench/aligned_batch_notes.md": {
+        "one every 100 s per key": "the input's spacing",
+        "One row every 100 s per key": "the input's spacing",
+    },
     "bench/sliding_streaming_notes.md": {
         "at one per second per key (500 s)": "the input's span of event time",
         "the first 500 s of the day": "the input's span of event time",
