@@ -87,7 +87,7 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
    */
   def sweep(nowMs: Long): Iterator[Array[Byte]] = {
     val (due, next) = dueKeys match {
-      case Some(index) => index.sweep(nowMs)
+      case Some(index) => index.sweep(nowMs, registered)
       case None => scan(nowMs)
     }
     registered = None
@@ -133,10 +133,16 @@ private[spark] object Timers {
 
   /**
    * The width of the time buckets keys are filed in, in ms: a sweep reads the keys of the buckets it
-   * reaches, and every bucket's size. About a micro-batch's move of the watermark, so that a sweep
-   * reads few keys not due yet, and buckets stay few (8,640 a day of timers ahead).
+   * reaches. About a micro-batch's move of the watermark, so that a sweep reads few keys not due yet.
    */
   val BucketMs: Long = 10000L
+
+  /**
+   * How many buckets a sweep looks up one by one, from where Spark's timer was to now's, and after
+   * now's for the next one holding keys; beyond that it reads every bucket's size (a watermark that
+   * jumped), or sets Spark's timer that far ahead (no keys due sooner).
+   */
+  val BucketsLookedUp: Int = 32
 }
 
 /**
@@ -190,15 +196,30 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
    * key's timer (a bucket's start, or a timer read). The buckets before now's are emptied, the keys
    * not due yet filed again where their timers are, each key once; in now's, such a key stays in
    * its slot, which the next sweep reads again.
+   *
+   * `fired`, Spark's timer that woke this sweep, is no later than the earliest bucket holding keys
+   * (it is set no later than each bucket's start, or a timer filed in it), so the buckets from its
+   * bucket to now's are those reached: a few are looked up one by one, and only a watermark that
+   * jumped far makes the sweep read every bucket's size.
    */
-  def sweep(nowMs: Long): (Seq[Array[Byte]], Option[Long]) = {
+  def sweep(nowMs: Long, fired: Option[Long]): (Seq[Array[Byte]], Option[Long]) = {
     val now = bucketOf(nowMs)
     val reached = mutable.ArrayBuffer.empty[(Long, Int)]
     var next: Option[Long] = None
-    sizes.iterator().foreach { case (bucket, n) =>
-      val b = bucket.longValue
-      if (b <= now) reached += ((b, n.intValue))
-      else if (next.forall(_ > b * BucketMs)) next = Some(b * BucketMs)
+    fired.map(bucketOf).filter(first => now - first < Timers.BucketsLookedUp) match {
+      case Some(first) =>
+        var b = first
+        while (b <= now) {
+          Option(sizes.getValue(b)).foreach(n => reached += ((b, n.intValue)))
+          b += 1
+        }
+        next = laterBucket(now).map(_ * BucketMs)
+      case None =>
+        sizes.iterator().foreach { case (bucket, n) =>
+          val b = bucket.longValue
+          if (b <= now) reached += ((b, n.intValue))
+          else if (next.forall(_ > b * BucketMs)) next = Some(b * BucketMs)
+        }
     }
     val seen = mutable.HashSet.empty[ByteBuffer]
     val due = mutable.ArrayBuffer.empty[Array[Byte]]
@@ -234,5 +255,19 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
     }
     later.foreach { case (key, at) => file(key, bucketOf(at)) }
     (due.toSeq, next)
+  }
+
+  /**
+   * The first bucket after `now` holding keys, looked up among the next few; past those, a bucket no
+   * later than any holding keys (Spark's timer set there wakes a sweep that looks on), or none if no
+   * bucket holds keys.
+   */
+  private def laterBucket(now: Long): Option[Long] = {
+    var b = now + 1
+    while (b <= now + Timers.BucketsLookedUp) {
+      if (sizes.getValue(b) != null) return Some(b)
+      b += 1
+    }
+    Option.when(sizes.exists())(b)
   }
 }

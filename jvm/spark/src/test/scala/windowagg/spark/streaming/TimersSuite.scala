@@ -15,7 +15,9 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * played as Spark plays it (it fires once the time reaches it, and is gone once fired): whatever
  * the order of moves (earlier, later, across time buckets, gone), of keys forgotten, of restarts,
  * with the filing by time kept or lost (a checkpoint written before it), every key is given by a
- * sweep exactly when its timer is due, once, and Spark's timer is never later than the earliest key's.
+ * sweep exactly when its timer is due, once, and Spark's timer is never later than the earliest key's
+ * (checked after every step). Where Spark's timer was near now, a sweep looks the filing's buckets up
+ * one by one instead of reading them all.
  */
 class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import TimersSuite._
@@ -25,87 +27,110 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val move = for {
       k <- key
       // timers around now, a few buckets ahead, sometimes already due
-      ahead <- Gen.frequency(6 -> Gen.choose(-5000L, 3 * Timers.BucketMs), 1 -> Gen.choose(0L, 12 * Timers.BucketMs))
+      ahead <- Gen.frequency(6 -> Gen.choose(-5000L, 3 * Timers.BucketMs), 1 -> Gen.choose(0L, 12 * Timers.BucketMs),
+        2 -> Gen.choose(0L, 3L * Timers.BucketsLookedUp * Timers.BucketMs))
       gone <- Gen.frequency(8 -> false, 1 -> true)
     } yield Move(k, if (gone) None else Some(ahead))
     val step = Gen.frequency(
       10 -> move,
       1 -> key.map(Forget(_)),
-      4 -> Gen.frequency(3 -> Gen.choose(0L, 20000L), 1 -> Gen.choose(0L, 6 * Timers.BucketMs)).map(Advance(_)),
+      4 -> Gen.frequency(3 -> Gen.choose(0L, 20000L), 1 -> Gen.choose(0L, 6 * Timers.BucketMs),
+        1 -> Gen.choose(0L, 2L * Timers.BucketsLookedUp * Timers.BucketMs)).map(Advance(_)),
       1 -> Gen.oneOf(true, false).map(Restart(_)),
-      2 -> Gen.choose(-1000L, 2 * Timers.BucketMs).map(AfterDue(_)))
+      2 -> Gen.frequency(3 -> Gen.choose(-1000L, 2 * Timers.BucketMs), 1 -> Gen.const(-1000L)).map(AfterDue(_)))
     Gen.listOfN(120, step)
   }
 
   for (indexed <- Seq(true, false)) {
     test(s"every key is swept exactly when its timer is due (${if (indexed) "filed by time" else "grouped by key: read whole"})") {
-      forAll(steps, Gen.choose(0L, 10L * Timers.BucketMs)) { (plan, start) =>
-        val handle = new MemoryHandle
-        def open(): (Timers, HandleKeyStates) = {
-          val states = new HandleKeyStates(handle)
-          (new Timers(1L, indexed, handle, states), states)
-        }
-        var (timers, states) = open()
-        timers.start()
-        val model = mutable.Map.empty[Int, Long]
-        // what each key's kind keeps as its timer (the kind's copy: stale once the sweep took the key)
-        val kept = mutable.Map.empty[Int, Long]
-        var now = start
-        var afterDue: Long = Timers.BucketMs
+      forAll(steps, Gen.choose(0L, 10L * Timers.BucketMs))((plan, start) => play(indexed, plan, start))
+    }
+  }
 
-        def use(k: Int): Unit = states.use(Array[Byte](7, k.toByte))
-        def moveTo(k: Int, to: Option[Long]): Unit = {
-          use(k)
-          timers.move(kept.get(k), to) match {
-            case Some(at) => kept(k) = at
-            case None => kept.remove(k)
-          }
-          to match {
-            case Some(at) => model(k) = at
-            case None => model.remove(k)
-          }
-        }
-        def checkSparkTimer(): Unit = if (model.nonEmpty) {
-          assert(handle.timers.nonEmpty, s"keys have timers ($model) but Spark has none")
-          assert(handle.timers.min <= model.values.min, s"Spark's timer ${handle.timers} is later than $model")
-        }
+  test("a key due far ahead, all others gone, still wakes a sweep when due (filed by time)") {
+    val far = 5L * Timers.BucketsLookedUp * Timers.BucketMs
+    val steps = Seq.fill(12)(Advance(Timers.BucketsLookedUp * Timers.BucketMs / 2))
+    val left = play(indexed = true, List(Move(0, Some(far)), Move(1, Some(5000L)), AfterDue(-1000L), Advance(6000L)) ++ steps, 0L)
+    assert(left.isEmpty, s"not swept: $left")
+  }
 
-        plan.foreach {
-          case Move(k, at) => moveTo(k, at.map(now + _))
-          case Forget(k) =>
-            use(k)
-            timers.forget()
-            kept.remove(k)
-            model.remove(k)
-          case Restart(loseFiling) =>
-            if (loseFiling) Timers.DueKeysVariables.foreach(handle.states.remove)
-            val reopened = open()
-            timers = reopened._1
-            states = reopened._2
-            timers.start()
-          case AfterDue(ahead) => afterDue = ahead
-          case Advance(by) =>
-            now += by
-            val fired = handle.timers.filter(_ <= now)
-            if (fired.isEmpty) {
-              assert(model.values.forall(_ > now), s"at $now keys are due ($model) but Spark's timer is ${handle.timers}")
-            } else {
-              handle.timers --= fired
-              timers.start()
-              val due = model.filter(_._2 <= now).keySet.toSet
-              val swept = timers.sweep(now).map { bytes =>
-                val k = bytes(1).toInt
-                model.remove(k)
-                // the kind moves its timer from what it kept: later, nowhere, or where it was (already due)
-                moveTo(k, if (afterDue > 0) Some(now + afterDue) else if (afterDue < -500) None else kept.get(k))
-                k
-              }.toList
-              assert(swept.sorted == due.toList.sorted, s"at $now swept $swept, due $due")
-            }
-          }
-          checkSparkTimer()
+  /**
+   * Plays `plan` from time `start`, checking every sweep and Spark's timer after each step against the
+   * model; returns the keys' timers left at the end.
+   */
+  private def play(indexed: Boolean, plan: List[Step], start: Long): collection.Map[Int, Long] = {
+    val handle = new MemoryHandle
+    def open(): (Timers, HandleKeyStates) = {
+      val states = new HandleKeyStates(handle)
+      (new Timers(1L, indexed, handle, states), states)
+    }
+    var (timers, states) = open()
+    timers.start()
+    val model = mutable.Map.empty[Int, Long]
+    // what each key's kind keeps as its timer (the kind's copy: stale once the sweep took the key)
+    val kept = mutable.Map.empty[Int, Long]
+    var now = start
+    var afterDue: Long = Timers.BucketMs
+
+    def use(k: Int): Unit = states.use(Array[Byte](7, k.toByte))
+    def moveTo(k: Int, to: Option[Long]): Unit = {
+      use(k)
+      timers.move(kept.get(k), to) match {
+        case Some(at) => kept(k) = at
+        case None => kept.remove(k)
+      }
+      to match {
+        case Some(at) => model(k) = at
+        case None => model.remove(k)
       }
     }
+    def checkSparkTimer(): Unit = if (model.nonEmpty) {
+      assert(handle.timers.nonEmpty, s"keys have timers ($model) but Spark has none")
+      assert(handle.timers.min <= model.values.min, s"Spark's timer ${handle.timers} is later than $model")
+    }
+
+    plan.foreach { step =>
+      step match {
+        case Move(k, at) => moveTo(k, at.map(now + _))
+        case Forget(k) =>
+          use(k)
+          timers.forget()
+          kept.remove(k)
+          model.remove(k)
+        case Restart(loseFiling) =>
+          if (loseFiling) Timers.DueKeysVariables.foreach(handle.states.remove)
+          val reopened = open()
+          timers = reopened._1
+          states = reopened._2
+          timers.start()
+        case AfterDue(ahead) => afterDue = ahead
+        case Advance(by) =>
+          now += by
+          val fired = handle.timers.filter(_ <= now)
+          if (fired.isEmpty) {
+            assert(model.values.forall(_ > now), s"at $now keys are due ($model) but Spark's timer is ${handle.timers}")
+          } else {
+            handle.timers --= fired
+            timers.start()
+            val due = model.filter(_._2 <= now).keySet.toSet
+            val bucketsRead = handle.iterations(Timers.DueBuckets)
+            val swept = timers.sweep(now).map { bytes =>
+              val k = bytes(1).toInt
+              model.remove(k)
+              // the kind moves its timer from what it kept: later, nowhere, or where it was (already due)
+              moveTo(k, if (afterDue > 0) Some(now + afterDue) else if (afterDue < -500) None else kept.get(k))
+              k
+            }.toList
+            assert(swept.sorted == due.toList.sorted, s"at $now swept $swept, due $due")
+            // near where Spark's timer was, the sweep looks the buckets up instead of reading them all
+            if (Math.floorDiv(now, Timers.BucketMs) - Math.floorDiv(fired.min, Timers.BucketMs) < Timers.BucketsLookedUp) {
+              assert(handle.iterations(Timers.DueBuckets) == bucketsRead, s"at $now, Spark's timer at ${fired.min}: read every bucket")
+            }
+          }
+      }
+      checkSparkTimer()
+    }
+    model
   }
 }
 
@@ -130,6 +155,8 @@ object TimersSuite {
   final class MemoryHandle extends StatefulProcessorHandle {
     val states = mutable.Map.empty[String, mutable.LinkedHashMap[Any, (Any, Any)]]
     val timers = mutable.Set.empty[Long]
+    // how many times each state variable was read whole
+    val iterations = mutable.Map.empty[String, Int].withDefaultValue(0)
 
     private def of(name: String) = states.getOrElseUpdate(name, mutable.LinkedHashMap.empty)
 
@@ -139,7 +166,10 @@ object TimersSuite {
         override def getValue(key: K): V = of(stateName).get(same(key)).map(_._2).orNull.asInstanceOf[V]
         override def containsKey(key: K): Boolean = of(stateName).contains(same(key))
         override def updateValue(key: K, value: V): Unit = of(stateName)(same(key)) = (key, value)
-        override def iterator(): Iterator[(K, V)] = of(stateName).values.toList.iterator.map { case (k, v) => (k.asInstanceOf[K], v.asInstanceOf[V]) }
+        override def iterator(): Iterator[(K, V)] = {
+          iterations(stateName) += 1
+          of(stateName).values.toList.iterator.map { case (k, v) => (k.asInstanceOf[K], v.asInstanceOf[V]) }
+        }
         override def keys(): Iterator[K] = iterator().map(_._1)
         override def values(): Iterator[V] = iterator().map(_._2)
         override def removeKey(key: K): Unit = of(stateName).remove(same(key))
