@@ -33,6 +33,7 @@ from windowagg import (
     TimeWindows,
     UnlimitedWindows,
     expired_rows,
+    new_rows,
     window,
 )
 
@@ -298,12 +299,47 @@ def test_a_key_less_aggregation(spark):
         assert len(given) == r.n and [time_of[i] for i in given] == sorted(time_of[i] for i in given)
 
 
+@pytest.mark.parametrize("kind", ["count", "duration"])
+@pytest.mark.parametrize("view", [new_rows, expired_rows], ids=["new", "expired"])
+def test_storm_views_give_a_udf_the_new_or_expired_rows(spark, kind, view):
+    """Under Storm's new_rows / expired_rows a UDF gets the rows the view holds, in time order, the
+    same rows collect_list gets under it; a window whose view holds none gets null, the UDF not called."""
+    ids_as_given, wmedian = udfs()
+    rows = random_rows(seed=21, n=160)
+    by_id = {r[0]: r for r in rows}
+    out = frame(spark, rows).groupBy("k", window("ts", kinds(spark)[kind])).agg(
+        view(ids_as_given("id")).alias("given"),
+        view(wmedian("v", "w")).alias("m"),
+        view(F.collect_list("id")).alias("members"),
+        F.count(F.lit(1)).alias("n"),
+    )
+    got = with_bounds(out).collect()
+    assert sum(1 for r in got if r.members) >= 10
+    if view is expired_rows:
+        assert any(not r.members for r in got)  # the first windows of a key expire nothing
+    time_of = {i: r[2] for i, r in by_id.items()}
+    for r in got:
+        if not r.members:
+            assert r.given is None and r.m is None, r
+            continue
+        given = [int(i) for i in r.given.split(",")]
+        assert sorted(given) == sorted(r.members), r
+        assert [time_of[i] for i in given] == sorted(time_of[i] for i in given), r
+        assert r.m == weighted_median([by_id[i][3] for i in r.members], [by_id[i][4] for i in r.members])
+    # every window is there, as without the UDFs
+    alone = frame(spark, rows).groupBy("k", window("ts", kinds(spark)[kind])).agg(F.count(F.lit(1)).alias("n"))
+    assert sorted((r.k, r.window, r.n) for r in got) == sorted(map(tuple, alone.collect()))
+
+
 def test_what_a_pandas_udf_is_not_given_is_refused_by_name(spark, tmp_path):
-    _, wmedian = udfs()
+    ids_as_given, wmedian = udfs()
     df = frame(spark, random_rows(seed=3, n=20))
     with pytest.raises(AnalysisException) as info:
-        df.groupBy("k", window("ts", CountWindows.of(3).tieBreak("id"))).agg(expired_rows(wmedian("v", "w"))).collect()
-    assert "wmedian" in str(info.value) and "expired" in str(info.value)
+        df.groupBy("k", window("ts", CountWindows.of(3).tieBreak("id"))).agg(
+            expired_rows(wmedian("v", "w")), ids_as_given("id")
+        ).collect()
+    text = str(info.value)
+    assert "wmedian" in text and "expired" in text and "ids_as_given" in text and "different rows" in text
 
     source = tmp_path / "in"
     df.write.parquet(str(source))

@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, CollectList, Count, Max, Min}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, FlatMapCoGroupsInArrow, FlatMapCoGroupsInPandas, Filter,
-  Generate, LogicalPlan, Project, Sort}
+  Generate, LogicalPlan, Project, Sort, Union}
 import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, IntegerType, LongType, StructField, StructType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
@@ -39,7 +39,7 @@ object PythonAggregates {
   def isPython(ae: AggregateExpression): Boolean = ae.aggregateFunction.isInstanceOf[PythonUDAF]
 
   /** What a pandas/Arrow aggregate UDF cannot be given over windows, refused with its name. */
-  def check(ae: AggregateExpression, view: WindowView.View, streaming: Boolean): Unit = {
+  def check(ae: AggregateExpression, streaming: Boolean): Unit = {
     val name = ae.aggregateFunction.asInstanceOf[PythonUDAF].name
     if (streaming) {
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
@@ -54,23 +54,25 @@ object PythonAggregates {
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
         s"$name(...) FILTER (WHERE ...): a pandas/Arrow aggregate UDF takes no FILTER; filter its arguments or the rows instead")
     }
-    if (view != WindowView.All) {
-      throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
-        s"${view.name}($name(...)): a pandas/Arrow aggregate UDF is over all of a window's rows, not Storm's ${view.name} rows")
-    }
   }
 
-  /** What the window aggregation computes for the UDFs: `aggregates`, whose values are `outputs`. */
+  /** What the window aggregation computes for the UDFs: `aggregates` over `views`, whose values are `outputs`. */
   sealed trait Intake {
     def aggregates: Seq[AggregateExpression]
+    def views: Seq[WindowView.View] = aggregates.map(_ => WindowView.All)
     def outputs: Seq[AttributeReference]
     /** The UDFs' distinct arguments, expressions of the aggregation's input rows. */
     def arguments: Seq[Expression]
   }
 
-  /** Each window's rows collected in a list: the row's time, then each distinct argument. */
-  final case class Collected(collect: AggregateExpression, output: AttributeReference, arguments: Seq[Expression]) extends Intake {
+  /**
+   * Each window's rows collected in a list, those of Storm's `view` (new or expired rows) or all: the
+   * row's time, then each distinct argument.
+   */
+  final case class Collected(collect: AggregateExpression, view: WindowView.View, output: AttributeReference,
+      arguments: Seq[Expression]) extends Intake {
     override def aggregates: Seq[AggregateExpression] = Seq(collect)
+    override def views: Seq[WindowView.View] = Seq(view)
     override def outputs: Seq[AttributeReference] = Seq(output)
   }
 
@@ -86,11 +88,23 @@ object PythonAggregates {
 
   /**
    * How the window aggregation of `input`'s rows over `engine`'s windows (whose sessions' gap a column
-   * gives, with `gapColumn`) takes `udfs`.
+   * gives, with `gapColumn`) takes `udfs`, each over all of a window's rows or Storm's view of them.
    */
-  def intake(udfs: Seq[AggregateExpression], time: Attribute, engine: Engine, gapColumn: Boolean,
+  def intake(udfs: Seq[(AggregateExpression, WindowView.View)], time: Attribute, engine: Engine, gapColumn: Boolean,
       input: LogicalPlan): Intake = {
-    val functions = udfs.map(_.aggregateFunction.asInstanceOf[PythonUDAF])
+    val functions = udfs.map(_._1.aggregateFunction.asInstanceOf[PythonUDAF])
+    // Spark's Python aggregation is over one set of rows per window
+    val byView = udfs.groupBy(_._2)
+    if (byView.size > 1) {
+      val named = byView.toSeq.map { case (view, ofView) =>
+        val name = ofView.head._1.aggregateFunction.asInstanceOf[PythonUDAF].name
+        if (view == WindowView.All) s"$name(...)" else s"${view.name}($name(...))"
+      }
+      throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
+        s"${named.mkString(" and ")} are pandas/Arrow aggregate UDFs over different rows of a window: Spark computes such " +
+          "UDFs over one set of rows per aggregation; compute each view's in an aggregation of its own and join them")
+    }
+    val view = udfs.head._2
     // Spark runs them in one Python aggregation, of one evaluation type
     val byType = functions.groupBy(_.evalType)
     if (byType.size > 1) {
@@ -110,7 +124,7 @@ object PythonAggregates {
       case None =>
         val fields = (time +: arguments).zipWithIndex.flatMap { case (e, i) => Seq(Literal(s"_$i"), e) }
         val collect = new CollectList(CreateNamedStruct(fields)).toAggregateExpression()
-        Collected(collect, AttributeReference("_window_rows", collect.dataType, nullable = false)(), arguments)
+        Collected(collect, view, AttributeReference("_window_rows", collect.dataType, nullable = false)(), arguments)
     }
   }
 
@@ -140,7 +154,10 @@ object PythonAggregates {
     }, unpacking)
   }
 
-  /** Spark's Python aggregation over each window's collected rows: the packed values, and the plan giving them with the UDFs' values. */
+  /**
+   * Spark's Python aggregation over each window's collected rows (all, or Storm's view of them): the
+   * packed values, and the plan giving them with the UDFs' values.
+   */
   private def overCollectedRows(windows: WindowAggregate, rows: Collected, packed: Alias,
       udfs: Seq[(AggregateExpression, Attribute)]): (Attribute, LogicalPlan) = {
     // a window's identity: two windows of a key may share bounds and values (count windows over rows of one time)
@@ -169,7 +186,15 @@ object PythonAggregates {
       val overRows = ae.withNewChildren(udf.withNewChildren(udf.children.map(fieldOf)) +: ae.filter.toSeq)
       Alias(overRows, out.name)(exprId = out.exprId)
     }
-    (packed.toAttribute, Aggregate(grouping, grouping ++ values, ordered))
+    val aggregated = Aggregate(grouping, grouping ++ values, ordered)
+    if (rows.view == WindowView.All) (packed.toAttribute, aggregated)
+    else {
+      // a window may have no new or no expired rows: its UDFs' values are null (Spark's own aggregates
+      // are null over no rows), without calling them
+      val none = Project(grouping ++ udfs.map { case (ae, out) => Alias(Literal(null, ae.dataType), out.name)() },
+        Filter(EqualTo(Size(rows.output), Literal(0)), perWindow))
+      (packed.toAttribute, Union(aggregated, none))
+    }
   }
 
   /**

@@ -148,8 +148,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         if (seen.exists { case (e, v) => v == view && e.semanticEquals(ae) }) seen else seen :+ ((ae, view))
       }
     a.aggregateExpressions.foreach(checkNoUnsupportedFunction)
-    aggregates.foreach { case (ae, view) =>
-      if (PythonAggregates.isPython(ae)) PythonAggregates.check(ae, view, child.isStreaming) else checkMergeable(ae)
+    aggregates.foreach { case (ae, _) =>
+      if (PythonAggregates.isPython(ae)) PythonAggregates.check(ae, child.isStreaming) else checkMergeable(ae)
     }
     aggregates.collectFirst { case (ae, view) if view != WindowView.All && Engine.of(windows).cutAtRows.isEmpty =>
       throw WindowAggException(WindowAggError.INVALID_QUERY,
@@ -165,7 +165,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     // pandas/Arrow aggregate UDFs are computed after the windows, over each window's rows
     val (python, windowed) = aggregates.zip(aggregateOutput).partition { case ((ae, _), _) => PythonAggregates.isPython(ae) }
     val pythonIntake = if (python.isEmpty) None
-      else Some(PythonAggregates.intake(python.map(_._1._1), timeAttribute, Engine.of(windows), gap.isDefined, input))
+      else Some(PythonAggregates.intake(python.map(_._1), timeAttribute, Engine.of(windows), gap.isDefined, input))
 
     val pythonAggregates = pythonIntake.toSeq.flatMap(_.aggregates)
 
@@ -176,7 +176,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, windows, window.definition.spec,
       windowed.map(_._1._1.aggregateFunction) ++ pythonAggregates.map(_.aggregateFunction),
       windowed.map(_._1._1.filter.getOrElse(Literal.TrueLiteral)) ++ pythonAggregates.map(_ => Literal.TrueLiteral),
-      windowed.map(_._1._2) ++ pythonAggregates.map(_ => WindowView.All), windowStart, windowEnd,
+      windowed.map(_._1._2) ++ pythonIntake.toSeq.flatMap(_.views), windowStart, windowEnd,
       windowed.map(_._2) ++ pythonIntake.toSeq.flatMap(_.outputs), input)
 
     val bounds = CreateNamedStruct(Seq(Literal("start"), windowStart, Literal("end"), windowEnd))
