@@ -351,6 +351,23 @@ def test_what_a_pandas_udf_is_not_given_is_refused_by_name(spark, tmp_path):
     assert "neither" not in text  # not Spark's "neither a grouping key nor inside an aggregate function"
 
 
+def test_a_udf_returning_another_type_is_named_in_the_error(spark):
+    """Spark converts a UDF's values to its declared type after it returns: a value that does not
+    convert fails the query, naming the UDF where windowagg calls it on slices (windows that are spans
+    of time); where Spark's own Python aggregation calls it (Storm's windows), as over Spark's window()."""
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("double")
+    def not_a_number(v: pd.Series) -> float:
+        return "many"
+
+    df = frame(spark, random_rows(seed=9, n=40))
+    for definition, named in [(TimeWindows.of("1 hour"), "not_a_number"), (CountWindows.of(4).tieBreak("id"), "_0")]:
+        with pytest.raises(Exception) as info:
+            df.groupBy("k", window("ts", definition)).agg(not_a_number("v"), F.count(F.lit(1))).collect()
+        assert f"column '{named}'" in str(info.value) and "'double'" in str(info.value), definition
+
+
 def plan_of(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 

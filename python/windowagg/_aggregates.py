@@ -32,12 +32,18 @@ def sliced(
         function, return_type = _loaded(CloudPickleSerializer(), command)
         functions.append(function)
         types.append(return_type)
+    # each result's column is named after its function, which Spark's error names should a value not
+    # convert to the declared type
+    names: List[str] = []
+    for i, function in enumerate(functions):
+        name = getattr(function, "__name__", None) or "udf"
+        names.append(name if name not in names + ["_values"] else f"{name}_{i}")
     schema = StructType([StructField("_values", BinaryType(), False)] +
-                        [StructField(f"_r{i}", t, True) for i, t in enumerate(types)])
+                        [StructField(n, t, True) for n, t in zip(names, types)])
     apply = _arrow_windows if arrow else _pandas_windows
 
     def over_windows(key: Tuple, rows: Any, windows: Any) -> Any:  # three parameters: Spark passes the key too
-        return apply(tuple(_scalar(k) for k in key), rows, windows, functions, arguments, time_type)
+        return apply(tuple(_scalar(k) for k in key), rows, windows, functions, names, arguments, time_type)
 
     return over_windows, schema
 
@@ -67,8 +73,8 @@ def _runs(times: Any, windows_first: Any, windows_last: Any, counts: Any) -> Tup
     return begin, end
 
 
-def _pandas_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable], arguments: Sequence[Sequence[int]],
-                    time_type: str) -> Any:
+def _pandas_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable], names: List[str],
+                    arguments: Sequence[Sequence[int]], time_type: str) -> Any:
     import numpy as np
     import pandas as pd
 
@@ -80,17 +86,17 @@ def _pandas_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callabl
     values = {name: rows[name].to_numpy() if isinstance(rows[name].dtype, np.dtype) else rows[name].array
               for name in rows.columns if name.startswith("_a")}
     out = {"_values": windows["_values"].reset_index(drop=True)}
-    for i, (function, taken) in enumerate(zip(functions, arguments)):
+    for function, name, taken in zip(functions, names, arguments):
         arrays = [values[f"_a{a}"] for a in taken]
-        out[f"_r{i}"] = pd.Series(
+        out[name] = pd.Series(
             _each_window(function, begin, end, lambda b, e: [pd.Series(a[b:e], copy=False) for a in arrays],
                          key, windows["_start"].to_numpy(), windows["_end"].to_numpy(), time_type),
             dtype=object)
     return pd.DataFrame(out)
 
 
-def _arrow_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable], arguments: Sequence[Sequence[int]],
-                   time_type: str) -> Any:
+def _arrow_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable], names: List[str],
+                   arguments: Sequence[Sequence[int]], time_type: str) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -98,9 +104,9 @@ def _arrow_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callable
     begin, end = _runs(rows.column("_t").to_numpy(), windows.column("_first").to_numpy(),
                        windows.column("_last").to_numpy(), windows.column("_n").to_numpy())
     out = {"_values": windows.column("_values")}
-    for i, (function, taken) in enumerate(zip(functions, arguments)):
+    for function, name, taken in zip(functions, names, arguments):
         arrays = [rows.column(f"_a{a}").combine_chunks() for a in taken]
-        out[f"_r{i}"] = [_scalar(value) for value in _each_window(
+        out[name] = [_scalar(value) for value in _each_window(
             function, begin, end, lambda b, e: [a.slice(b, e - b) for a in arrays], key,
             windows.column("_start").to_numpy(), windows.column("_end").to_numpy(), time_type)]
     return pa.table(out)
