@@ -206,14 +206,14 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
     val now = bucketOf(nowMs)
     val reached = mutable.ArrayBuffer.empty[(Long, Int)]
     var next: Option[Long] = None
-    fired.map(bucketOf).filter(first => now - first < Timers.BucketsLookedUp) match {
+    val lookedUp = fired.map(bucketOf).filter(first => now - first < Timers.BucketsLookedUp)
+    lookedUp match {
       case Some(first) =>
         var b = first
         while (b <= now) {
           Option(sizes.getValue(b)).foreach(n => reached += ((b, n.intValue)))
           b += 1
         }
-        next = laterBucket(now).map(_ * BucketMs)
       case None =>
         sizes.iterator().foreach { case (bucket, n) =>
           val b = bucket.longValue
@@ -253,6 +253,8 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
         sizeOf.remove(bucket)
       }
     }
+    // looked up after the buckets reached are emptied, so that none of them counts as a later one
+    if (lookedUp.isDefined) next = (next ++ laterBucket(now).map(_ * BucketMs)).minOption
     later.foreach { case (key, at) => file(key, bucketOf(at)) }
     (due.toSeq, next)
   }
