@@ -316,6 +316,17 @@ def main(argv=None) -> int:
         save()
         return c
 
+    def check_key_subset(sec: dict, df, what: str) -> None:
+        """windowagg's hopping windows against Spark window()'s on the keys k < --hop-check-keys (Spark's side is slow)."""
+        from pyspark.sql import functions as F
+        t0 = time.perf_counter()
+        sub = df.where(F.col("k") < a.hop_check_keys)
+        sec["check_keys"] = a.hop_check_keys
+        sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
+        sec["check_s"] = round(time.perf_counter() - t0, 1)
+        log(f"{what} check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
+        save()
+
     def section(name: str, title: str, **kw) -> dict:
         sec = {"name": name, "title": title, "cells": {}, **kw}
         res["sections"][name] = sec
@@ -371,20 +382,12 @@ def main(argv=None) -> int:
                                        f"{a.keys} keys, {span / 60:g} minutes)", spec=HOP_SPEC, input="dense")
         sec["plan_windowagg"] = harness.plan_of(q_windows(dense, HOP_SPEC))
         if a.check:
-            from pyspark.sql import functions as F
-            t0 = time.perf_counter()
-            sub = dense.where(F.col("k") < a.hop_check_keys)
-            sec["check_keys"] = a.hop_check_keys
-            sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
-            sec["check_s"] = round(time.perf_counter() - t0, 1)
-            log(f"dense hopping check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
-            save()
+            check_key_subset(sec, dense, "dense hopping")
         cell(sec, "windowagg", lambda: q_windows(dense, HOP_SPEC))
         cell(sec, "spark", lambda: q_spark_window(dense, "1 hour", "10 seconds"), timeout=a.hop_timeout)
         dense.unpersist()
 
     if "hopping_write" in a.sections:
-        from pyspark.sql import functions as F
         span = a.write_rows / a.write_keys * 100.0
         sparse, info = harness.cache_input(aligned_input(spark, a.write_rows, a.write_keys, span, a.seed + 40,
                                                          a.shuffle_partitions), "hopping_write")
@@ -395,13 +398,7 @@ def main(argv=None) -> int:
         sec["windows"] = q_windows(sparse, HOP_SPEC).count()
         res["write_input"]["windows"] = sec["windows"]
         if a.check:
-            t0 = time.perf_counter()
-            sub = sparse.where(F.col("k") < a.hop_check_keys)
-            sec["check_keys"] = a.hop_check_keys
-            sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
-            sec["check_s"] = round(time.perf_counter() - t0, 1)
-            log(f"hopping_write check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
-            save()
+            check_key_subset(sec, sparse, "hopping_write")
         cell(sec, "windowagg", lambda: q_windows(sparse, HOP_SPEC))
         spark.conf.set("spark.windowagg.aggregateBeforeShuffle", "never")
         cell(sec, "windowagg_rows", lambda: q_windows(sparse, HOP_SPEC))

@@ -37,7 +37,9 @@ def sliced(
     names: List[str] = []
     for i, function in enumerate(functions):
         name = getattr(function, "__name__", None) or "udf"
-        names.append(name if name not in names + ["_values"] else f"{name}_{i}")
+        while name in names or name == "_values":
+            name = f"{name}_{i}"
+        names.append(name)
     schema = StructType([StructField("_values", BinaryType(), False)] +
                         [StructField(n, t, True) for n, t in zip(names, types)])
     apply = _arrow_windows if arrow else _pandas_windows
