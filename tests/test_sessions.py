@@ -116,3 +116,50 @@ def test_streaming_updates_retract_merged_sessions(spark, tmp_path):
     }
     assert (0, 0, True, None) in rows and (18, 18, True, None) in rows
     assert (0, 18, False, 3) in rows
+
+
+def test_streaming_early_sessions_retract_after_a_restart_what_an_earlier_run_fired(spark, tmp_path):
+    """emit 'every ...' over sessions: a running value fired before a restart is retracted after it."""
+    import json
+    import os
+
+    folder = tmp_path / "in"
+    os.makedirs(folder)
+
+    def write(i, user, second, amount):
+        with open(folder / f"part-{i}.json", "w") as f:
+            f.write(json.dumps({"user": user, "ts": f"2024-01-01 00:{second // 60:02d}:{second % 60:02d}", "amount": amount}) + "\n")
+        os.utime(folder / f"part-{i}.json", (1_700_000_000 + i, 1_700_000_000 + i))  # read in this order
+
+    def run():
+        stream = (
+            spark.readStream.schema("user string, ts timestamp, amount long").option("maxFilesPerTrigger", 1)
+            .json(str(folder)).withWatermark("ts", "100 seconds")
+        )
+        out = stream.groupBy(
+            "user", window("ts", SessionWindows.withInactivityGap("15 seconds"), emit="every 10 seconds")
+        ).agg(F.sum("amount").alias("total"))
+        assert out.columns == ["user", "window", "total", "retraction", "is_final"]
+        written = []  # the rows of each micro-batch, in order, as an upserting sink would take them
+        query = (
+            out.writeStream.foreachBatch(lambda batch, _: written.extend(batch.where("user = 'a'").collect()))
+            .outputMode("update").option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
+        )
+        query.awaitTermination()
+        return [
+            (seconds(r["window"]["start"]), seconds(r["window"]["end"]), r["total"], r["is_final"], r["retraction"])
+            for r in written
+        ]
+
+    write(0, "b", 0, 0)  # the watermark: 100 s before the day's first second
+    write(1, "a", 1, 1)  # a's first value fires at once
+    write(2, "a", 25, 2)  # the watermark (99 s before) is in the interval a fired in: it waits, until the
+    # no-data micro-batch after it, at 75 s before, fires it
+    before = run()
+    write(3, "a", 13, 4)  # within 15 s of both: one session [1 s, 25 s], waiting for the watermark's next interval
+    write(4, "b", 300, 0)
+    write(5, "b", 301, 0)  # read at a watermark of 200 s: [1 s, 25 s] is final, and the values fired before the
+    # restart under other bounds are retracted
+    after = run()
+    assert before == [(1.0, 1.0, 1, False, False), (25.0, 25.0, 2, False, False)]
+    assert after == [(1.0, 1.0, None, False, True), (25.0, 25.0, None, False, True), (1.0, 25.0, 7, True, False)]

@@ -147,8 +147,10 @@ def window(
         ``"every 10 seconds"`` (any duration) fires early: an open window's running value at most
         once per interval of the aggregation's clock (the watermark's event time, or processing
         time with ``time="processing"``) while it changes, then its final value once; an extra
-        column ``is_final`` tells them apart (``outputMode("update")``). Sessions and Storm's
-        windows refuse it (a session's bounds change as it grows; Storm's are final only).
+        column ``is_final`` tells them apart (``outputMode("update")``). Over sessions, a value
+        fired for bounds that later grow or merge is retracted (a ``retraction`` row) when the
+        session holding it next comes out. Storm's duration windows evaluated every slide of time
+        take it too; count windows and slides in rows refuse it (their windows are final only).
     :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
         rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
         ``late_reason`` is ``"late"``, ``"null time"``, ``"invalid gap"`` (sessions with a per-row

@@ -934,7 +934,9 @@ class DurationWindows(_StormWindows):
     holds every row at its end time. With a slide in rows, rows are counted in order of time,
     then of the tie-break column, then of the values the aggregates read; rows in no window (when
     m rows span more than the length, or a slide longer than the length) are counted, not
-    aggregated. In streaming, windows come out final only (``emit="updates"`` is refused).
+    aggregated. In streaming, windows come out final (``emit="updates"`` is refused); with a slide
+    in time (``every("10 minutes")``), ``emit="every ..."`` also gives the running value of each
+    window not evaluated yet.
     """
 
     _JVM_NAME = "DurationWindows"

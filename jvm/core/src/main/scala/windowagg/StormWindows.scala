@@ -164,5 +164,25 @@ object StormWindows {
     override def rowCursor[P](firstPosition: Long, rows: Iterator[Timed[P]], agg: PartialAggregation[P], until: Option[Long],
         views: Boolean)(leftOut: Long => Unit): RowWindowCursor[P] =
       new RowWindowCursor[P](length, trigger, firstPosition, rows, agg, until, views, leftOut)
+
+    override def spansOfTime: Boolean = (length, trigger) match {
+      case (LastTicks(_), RowWindowCursor.EveryTicks(_)) => true
+      case _ => false
+    }
+
+    /** The multiples of the slide from the first at or after `time` while a window ending there reaches back past it. */
+    override def windowsHolding(time: Long): Iterator[(Long, Long)] = (length, trigger) match {
+      case (LastTicks(ticks), RowWindowCursor.EveryTicks(slide)) =>
+        val rest = Math.floorMod(time, slide)
+        val reach = saturatingAdd(time, ticks) // a window ending before it starts before `time`
+        val ends = Vector.newBuilder[Long]
+        var end = if (rest == 0) time else saturatingAdd(time, slide - rest)
+        while (end >= time && end < reach) {
+          ends += end
+          end = if (end > Long.MaxValue - slide) Long.MinValue else end + slide
+        }
+        ends.result().iterator.map(e => (saturatingAdd(e, -ticks), e))
+      case _ => Iterator.empty
+    }
   }
 }

@@ -221,6 +221,17 @@ trait RowWindows extends ResolvedWindows {
   def rowsNeeded: Long
 
   /**
+   * Whether the windows a row is in follow from its time alone, before its place among the key's
+   * rows settles (a length of time evaluated at multiples of a slide of time), so that a window
+   * not evaluated yet has a running value ([[windowsHolding]]). Windows cut at rows (a count of
+   * rows, a slide in rows) are known only as the watermark settles their rows.
+   */
+  def spansOfTime: Boolean = false
+
+  /** With [[spansOfTime]]: the windows holding `time`, each (start exclusive, end inclusive), earliest first. */
+  def windowsHolding(time: Long): Iterator[(Long, Long)] = Iterator.empty
+
+  /**
    * The windows of one key's rows, in order, the first at `firstPosition` among the key's rows
    * (streaming resumes from the rows it kept); see [[windowagg.core.RowWindowCursor]] for `until`, `views` (Storm's
    * new and expired rows) and `leftOut`.

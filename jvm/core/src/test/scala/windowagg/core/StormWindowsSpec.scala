@@ -137,6 +137,19 @@ class StormWindowsSpec extends AnyFunSuite with Matchers with DeterministicPrope
     if (views) (w.start, w.end, w.aggregate.toVector, w.newRows.toVector, w.expiredRows.toVector)
     else (w.start, w.end, w.aggregate.toVector, Vector.empty, Vector.empty)
 
+  test("property: where rows follow from their times, the windows holding a row's time are those the cursor puts it in") {
+    forAll(rowKinds, records) { (kind, recs) =>
+      val byTime = kind.length.isInstanceOf[LastTicks] && kind.trigger.isInstanceOf[EveryTicks]
+      kind.spansOfTime shouldBe byTime
+      val windows = cursorWindows(kind, recs)
+      recs.foreach { case (t, v) =>
+        val holding = kind.windowsHolding(t).toVector
+        if (byTime) holding shouldBe windows.filter(_._3.contains(v)).map(w => (w._1, w._2))
+        else holding shouldBe empty
+      }
+    }
+  }
+
   test("Storm's worked example: length 20 s, slide 10 s; the windows and their rows") {
     val second = 1000000L
     def at(h: Int, m: Int, s: Int): Long = ((h * 60L + m) * 60L + s) * second

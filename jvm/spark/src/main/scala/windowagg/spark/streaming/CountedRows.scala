@@ -11,12 +11,13 @@ import org.apache.spark.sql.types.DataType
 
 import windowagg.WindowDefinition
 import windowagg.core.{ResolvedWindows, RowFinality, Timed}
-import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, SparkAggregates, WindowAggError,
-  WindowAggException}
+import windowagg.spark.common.{AggregateBeforeShuffle, Emission, Engine, NotWindowed, OpenWindows, SparkAggregates,
+  WindowAggError, WindowAggException}
 
 /**
  * Kinds cut at rows (Storm's count windows, windows evaluated every n rows or every row) in
- * streaming, emitted final only.
+ * streaming, emitted final; duration windows evaluated every slide of time, whose rows follow from
+ * their times, also early (the changes reported to the emission policy are the on-time rows' times).
  *
  * State per key: the settled rows (behind the watermark, so their order is fixed), one partial
  * aggregate each under its position among the key's rows, only as many as a window not yet final
@@ -43,12 +44,26 @@ private[spark] object CountedRows extends StreamingKind {
   /** A key's rows wait for windows that later rows would make, which an idle key never sends. */
   override def keepsIdleKeys(windows: ResolvedWindows): Boolean = true
 
-  override def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission): Unit =
-    if (emission != Emission.Final) {
+  /**
+   * Windows come out final; early values only where a window's rows follow from their times
+   * (a length of time evaluated every slide of time), and not with Storm's views, known only as a
+   * window is evaluated.
+   */
+  override def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission, withViews: Boolean): Unit = {
+    val spansOfTime = Engine.of(windows).cutAtRows.exists(_.spansOfTime)
+    if (emission.emitsChanges || (emission.marksFinal && !spansOfTime)) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
-        s"$definition cuts windows at rows, whose order is settled only once the watermark passes them: " +
-          "its windows come out final only; use emit 'final' (and the append output mode)")
+        s"$definition cuts windows at rows, whose order is settled only once the watermark passes them, so no " +
+          "window is open to report before then: its windows come out final only; use emit 'final' (and the append " +
+          "output mode). Duration windows evaluated every length of time (e.g. 'duration 1 hour every 10 minutes') " +
+          "can also fire early (emit 'every ...')")
     }
+    if (emission.marksFinal && withViews) {
+      throw WindowAggException(WindowAggError.INVALID_OPTION,
+        s"$definition: Storm's new_rows and expired_rows views of a window are known only once it is evaluated, " +
+          "so they have no early value: use emit 'final' with them")
+    }
+  }
 
   override def previousLayout: Option[PreviousLayout] = Some(PreviousLayouts.Rows1)
 
@@ -177,14 +192,18 @@ private[spark] object CountedRows extends StreamingKind {
         }
       }
       if (arrived.nonEmpty) waiting.update(encodeWaiting(readWaiting() ++ arrived))
-      scheduleTimer(progress, deadline)
+      val marks = arrived.iterator.map(ByteBuffer.wrap(_).getLong).toArray.distinct.sorted
+      val fireAt = out.fire(watermark, marks, openWindows(progress, watermark))
+      scheduleTimer(progress, (deadline ++ fireAt).minOption)
       progressState.update(progress.encode)
     }
 
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       val progress = readProgress()
       progress.timerMs = NoValue // the fired timer is gone
-      scheduleTimer(progress, settle(progress, watermark, out))
+      val nextEnd = settle(progress, watermark, out)
+      val fireAt = out.fire(watermark, Array.emptyLongArray, openWindows(progress, watermark))
+      scheduleTimer(progress, (nextEnd ++ fireAt).minOption)
       progressState.update(progress.encode)
     }
 
@@ -201,6 +220,33 @@ private[spark] object CountedRows extends StreamingKind {
       (progress.first until progress.next).foreach(settled.remove)
       waiting.clear()
       progressState.clear()
+    }
+
+    /**
+     * The key's windows not evaluated yet, for the emission policy: where rows follow from their
+     * times ([[windowagg.core.RowWindows.spansOfTime]]), those ending at or after the watermark that
+     * hold a changed time, over the settled rows kept and the rows waiting; otherwise none.
+     */
+    private def openWindows(progress: Progress, watermark: Long): OpenWindows = new OpenWindows {
+      override def isEmpty: Boolean = progress.next == progress.first && waiting.get() == null
+
+      override def holding(marks: Array[Long])(f: (Long, Long, InternalRow) => Unit): Unit = {
+        val open = marks.iterator.flatMap(kind.windowsHolding).filter(_._2 >= watermark).toArray.distinct.sortBy(_._2)
+        if (open.nonEmpty) {
+          // each row's time and partial: a settled entry's bytes after its time, a waiting row's own
+          val rows = ((progress.first until progress.next).iterator.map { position =>
+            val bytes = settled.get(position)
+            Timed(ByteBuffer.wrap(bytes).getLong, aggregates.fromBytes(bytes, 8, bytes.length - 8))
+          } ++ readWaiting().iterator.map { bytes =>
+            val row = WaitingRow(bytes, tieFields)
+            Timed(row.time, aggregates.fromBytes(row.partial))
+          }).toArray
+          open.foreach { case (start, end) =>
+            val held = rows.filter(r => r.time > start && r.time <= end)
+            if (held.nonEmpty) f(start, end, held.foldLeft(aggregates.newEmpty())((sum, r) => aggregates.mergeInto(sum, r.partial)))
+          }
+        }
+      }
     }
 
     /** Keeps the key's one timer (also kept in its progress) at the expiry of `nextEnd`, or none. */

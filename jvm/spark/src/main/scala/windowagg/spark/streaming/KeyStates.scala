@@ -5,6 +5,8 @@ import scala.collection.mutable
 import org.apache.spark.sql.{Encoder, Encoders}
 import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig}
 
+import windowagg.spark.common.KeyValue
+
 /**
  * A kind's state variables per key, each a map under the key's bytes, read and written for the key
  * at hand ([[use]]). The processor's are maps of transformWithState's state ([[HandleKeyStates]]);
@@ -114,13 +116,6 @@ private[spark] final class HandleKeyStates(handle: StatefulProcessorHandle) exte
         override def remove(entry: K): Unit = state.removeKey((key, entry))
       }
     }).asInstanceOf[Entries[K, V]]
-}
-
-/** A key's value in state: `get` is null when it has none (one read). */
-private[spark] trait KeyValue[T] {
-  def get(): T
-  def update(value: T): Unit
-  def clear(): Unit
 }
 
 /** A key's map in state, read entry by entry: `get` is null for an entry it does not hold. */

@@ -13,7 +13,8 @@ import org.apache.spark.sql.windowagg.SparkInternals
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import windowagg.spark.common.{Emission, NotWindowed, PackedRow, SparkAggregates, WindowView, WindowsOfKey}
+import windowagg.spark.common.{Emission, EmissionTrigger, KeyValue, NotWindowed, OpenWindows, PackedRow, SparkAggregates,
+  WindowOutput, WindowView, WindowsOfKey}
 
 
 /**
@@ -60,9 +61,10 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     tools = TaskTools.borrow(spec, partition)
     input = new Input(spec.intake)
     keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
-    emitter = new Emitter(spec, tools.aggregates, tools.toOutput)
     whole = new UnsafeRow(spec.valueAttributes.length)
     states = new HandleKeyStates(getHandle)
+    emitter = new Emitter(spec, tools.aggregates, tools.toOutput,
+      spec.emission.trigger(name => states.value(name, Encoders.BINARY), kind.retracts))
     timers = new Timers(spec.ticksPerMilli, spec.keying == StateKeying.ByPartition, getHandle, states)
     if (spec.expireIdleAfter.isDefined) latestRow = states.value("latestRow", Encoders.LONG)
     logic = kind.open(spec, tools, states, timers)
@@ -133,6 +135,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
       if (row.isNullAt(WholeOrdinal)) {
         input.whole = null
         input.count = 1L
+        emitter.rowsIn += logic.countOf(input.piece)
         Some(input)
       } else {
         val bytes = row.getAs[Array[Byte]](WholeOrdinal)
@@ -144,6 +147,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
         input.count = if (input.piece == null) 1L else logic.countOf(input.piece)
         val why = input.intake.classify(whole)
         if (why == null) {
+          emitter.rowsIn += input.count
           // the kind moves its timer after reading every row, so the time the key idles at is the batch's by then
           if (latestRow != null && latest.forall(_ < input.time)) {
             latest = Some(input.time)
@@ -192,6 +196,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     latestSeen = if (latestRow == null) None else Option(latestRow.get()).map(_.longValue)
     if (latestSeen.exists(t => watermark >= idleFrom(t))) {
       logic.expire(keyRow, watermark, emitter)
+      emitter.forget()
       latestRow.clear()
       timers.forget()
       latestSeen = None
@@ -236,9 +241,11 @@ private[spark] object KeyedWindowProcessor {
 
 /**
  * Where a key's kind logic reports windows, and the processor rows it could not window; the query's
- * [[windowagg.spark.common.Emission]] decides which become output rows. One per task, reused key after key.
+ * [[windowagg.spark.common.Emission]] policy (its `trigger`) decides which become output rows, and
+ * fires on its own when a kind calls [[fire]]. One per task, reused key after key.
  */
-private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkAggregates, toOutput: UnsafeProjection) {
+private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkAggregates, toOutput: UnsafeProjection,
+    trigger: EmissionTrigger) extends WindowOutput {
   import StreamingWindowSpec._
 
   private val emission = spec.emission
@@ -250,7 +257,17 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
   private val resultTypes: Array[DataType] = spec.functions.map(_.dataType).toArray
   private val viewOf: Array[WindowView.View] = spec.functions.indices.map(i => spec.views.lift(i).getOrElse(WindowView.All)).toArray
 
-  def start(key: InternalRow): Unit = keyRow = key
+  /**
+   * The rows the processor handed the kind in the key's call so far (a policy may fire by rows); a
+   * piece combined before the shuffle counts the rows its kind knows it holds (a session run: one).
+   */
+  var rowsIn: Long = 0L
+
+  def start(key: InternalRow): Unit = {
+    keyRow = key
+    rowsIn = 0L
+    trigger.start()
+  }
 
   def finish(): Iterator[Array[Byte]] = {
     val out = rows
@@ -261,25 +278,39 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
   /** Whether the emission wants every change of an open window ([[changed]]), so the kinds compute them. */
   def wantsChanges: Boolean = emission.emitsChanges
 
-  /** A window that became final: emitted now unless every change was emitted as it happened. */
+  /** A window that became final, emitted if the policy says so. */
   def finalWindow(start: Long, end: Long, buffer: InternalRow): Unit =
-    if (emission.emitsFinal) rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = true)
+    if (trigger.onFinal(start, end, this)) rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = true)
 
   /** A final window whose aggregates are over its rows, or (Storm's view) its new or its expired rows. */
   def finalWindow(start: Long, end: Long, buffer: InternalRow, newRows: InternalRow, expiredRows: InternalRow): Unit =
-    if (emission.emitsFinal) rows += emitted(WindowKind, start, end, buffer, newRows, expiredRows, null, null, isFinal = true)
+    if (trigger.onFinal(start, end, this)) {
+      rows += emitted(WindowKind, start, end, buffer, newRows, expiredRows, null, null, isFinal = true)
+    }
 
-  /** An open window a micro-batch changed, with its current value (update emission). */
+  /** An open window a micro-batch changed, with its current value. */
   def changed(start: Long, end: Long, buffer: InternalRow): Unit =
-    if (emission.emitsChanges) rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = false)
+    if (trigger.onChange(start, end)) rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = false)
 
-  /** An open window's running value, fired early (emission every ...). */
-  def early(start: Long, end: Long, buffer: InternalRow): Unit =
+  /** A window merged into another (sessions). */
+  def retracted(start: Long, end: Long): Unit = if (trigger.onMerged(start, end)) retract(start, end)
+
+  /**
+   * The policy's own firing, once per key and call after the kind has read the key's rows or timer:
+   * `marks` are the times the call changed (sorted), `open` the key's open windows. Returns the tick
+   * the key's timer must be no later than for the policy.
+   */
+  def fire(watermark: Long, marks: Array[Long], open: OpenWindows): Option[Long] =
+    trigger.fire(watermark, rowsIn, marks, open, this)
+
+  /** The key's state is gone: so is the policy's. */
+  def forget(): Unit = trigger.forget()
+
+  override def early(start: Long, end: Long, buffer: InternalRow): Unit =
     rows += emitted(WindowKind, start, end, buffer, null, null, null, null, isFinal = false)
 
-  /** A window merged away (sessions), retracted where changes are emitted. */
-  def retracted(start: Long, end: Long): Unit =
-    if (emission.emitsChanges) rows += emitted(RetractionKind, start, end, null, null, null, null, null, isFinal = false)
+  override def retract(start: Long, end: Long): Unit =
+    rows += emitted(RetractionKind, start, end, null, null, null, null, null, isFinal = false)
 
   /** `count` equal rows that are in no window, with their values. */
   def notWindowed(value: InternalRow, why: NotWindowed, count: Long): Unit = {

@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.DataType
 
 import windowagg.core.{ResolvedWindows, WindowFinality}
-import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, SparkAggregates, WindowsOfKey}
+import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, OpenWindows, SparkAggregates, WindowsOfKey}
 
 /**
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
@@ -27,8 +27,8 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, Spar
  * whole (cumulative windows' period so far: [[windowagg.core.ResolvedWindows.foldable]]) they are folded
  * into one, so a sweep does not read every step since the period began. A micro-batch reads a key's
  * blocks only when one of its windows has become final (or to emit changes), and otherwise only the
- * blocks its new rows fall in. With early firing, one more entry keeps the partial times changed
- * since the key's last firing.
+ * blocks its new rows fall in. The changes it reports to the emission policy are partial times: the
+ * open windows they change are the ones the policy asks for ([[windowagg.spark.common.OpenWindows]]).
  *
  * Where rows list their own windows ([[windowagg.ListedWindows]], `listed`), each partial keeps
  * its windows in its block (a layout of its own), and finality asks them instead of the kind: a
@@ -93,7 +93,6 @@ private[spark] object PartialsByTime {
   private val ListedLayout = StateLayout("listed partials by time", 3)
   val ProgressVariable = "progress"
   val BlocksVariable = "blocks"
-  private val FiringVariable = "firing"
   // the two kinds come after the layouts they read: an object's fields are set in order
   /** The kinds whose windows come from the definition. */
   val OfTimes = new PartialsByTime(listed = false)
@@ -160,30 +159,10 @@ private[spark] object PartialsByTime {
     }
   }
 
-  /** With early firing: the interval the key last fired in, and the partial times changed since (sorted). */
-  final case class Firing(lastInterval: Long, changed: Array[Long]) {
-    def encode: Array[Byte] = {
-      val out = ByteBuffer.allocate(8 + 8 * changed.length).putLong(lastInterval)
-      changed.foreach(out.putLong)
-      out.array()
-    }
-  }
-
-  object Firing {
-    val Never: Firing = Firing(Long.MinValue, Array.emptyLongArray)
-
-    def decode(bytes: Array[Byte]): Firing = {
-      val in = ByteBuffer.wrap(bytes)
-      Firing(in.getLong(), Array.fill((bytes.length - 8) / 8)(in.getLong()))
-    }
-  }
-
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val blockState: Entries[Long, Array[Byte]] = states.map(BlocksVariable, Encoders.scalaLong, Encoders.BINARY)
     private val progressState = states.value(ProgressVariable, Encoders.BINARY)
-    private val early: Option[Long] = spec.emission.earlyEvery
-    private val firingState = early.map(_ => states.value(FiringVariable, Encoders.BINARY))
     // the windows of the key at hand (each key's own, for per-key windows), set as each call starts
     private val keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     private var windows = spec.windows
@@ -272,7 +251,7 @@ private[spark] object PartialsByTime {
           }
         }
       }
-      val fireAt = fireEarly(watermark, progress, blocks, changed, out)
+      val fireAt = out.fire(watermark, changed, openWindows(progress, blocks, watermark))
       save(progress, blocks, (nextEnd ++ fireAt).minOption)
     }
 
@@ -282,7 +261,7 @@ private[spark] object PartialsByTime {
       val blocks = new PartialBlocks(blockState, progress.blockStarts, progress.inline, aggregates, listed)
       val nextEnd = finalizeUpTo(watermark, progress, blocks, out)
       progress.timerMs = Progress.NoTimer // the fired timer is gone
-      val fireAt = fireEarly(watermark, progress, blocks, Array.emptyLongArray, out)
+      val fireAt = out.fire(watermark, Array.emptyLongArray, openWindows(progress, blocks, watermark))
       save(progress, blocks, (nextEnd ++ fireAt).minOption)
     }
 
@@ -296,7 +275,6 @@ private[spark] object PartialsByTime {
       blocks.clear()
       blocks.flush()
       progressState.clear()
-      firingState.foreach(_.clear())
     }
 
     /**
@@ -337,30 +315,11 @@ private[spark] object PartialsByTime {
       wakeUp
     }
 
-    /**
-     * Early firing: once the watermark has entered a later interval than the key last fired in,
-     * emits the running value of each open window that partial times changed since then. Returns
-     * the tick the key must wake at to fire the changes still waiting, if any.
-     */
-    private def fireEarly(watermark: Long, progress: Progress, blocks: PartialBlocks, changed: Array[Long],
-        out: Emitter): Option[Long] = early.flatMap { every =>
-      val state = firingState.get
-      val firing = Option(state.get()).map(Firing.decode).getOrElse(Firing.Never)
-      val pending = if (changed.isEmpty) firing.changed else (firing.changed ++ changed).distinct.sorted
-      val interval = Math.floorDiv(watermark, every)
-      if (pending.isEmpty || blocks.isEmpty) {
-        if (firing.changed.nonEmpty || blocks.isEmpty) state.clear()
-        None
-      } else if (interval > firing.lastInterval) {
-        finality.windowsChangedBy(blocks.from(finality.oldestNeeded(progress.finalBefore)), aggregates, watermark, pending) {
-          (s, e, p) => out.early(s, e, p)
-        }
-        state.update(Firing(interval, Array.emptyLongArray).encode)
-        None
-      } else {
-        if (changed.nonEmpty) state.update(Firing(firing.lastInterval, pending).encode)
-        Some(Math.multiplyExact(interval + 1, every) - 1) // due once the watermark passes the last tick of this interval
-      }
+    /** The key's open windows, as its blocks hold them, for the emission policy. */
+    private def openWindows(progress: Progress, blocks: PartialBlocks, watermark: Long): OpenWindows = new OpenWindows {
+      override def isEmpty: Boolean = blocks.isEmpty
+      override def holding(marks: Array[Long])(f: (Long, Long, InternalRow) => Unit): Unit =
+        finality.windowsChangedBy(blocks.from(finality.oldestNeeded(progress.finalBefore)), aggregates, watermark, marks)(f)
     }
 
     /**

@@ -8,11 +8,9 @@ import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.DataType
 
-import windowagg.WindowDefinition
 import windowagg.core.{OpenSession, ResolvedWindows, SessionMerging}
 import windowagg.core.Ticks.saturatingAdd
-import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, SparkAggregates, WindowAggError,
-  WindowAggException}
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, OpenWindows, SparkAggregates}
 
 /**
  * KIP-94 sessions of a key in streaming, with a fixed or per-row gap.
@@ -26,7 +24,8 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Emission, NotWindowed, Sp
  * closedReach is dropped once no on-time record can fall within it (the timer wakes the key for
  * that); with a per-row gap a later record may reach back arbitrarily far, so it stays. In update
  * mode, a session merged away (including one extended to new bounds) is retracted and the merged
- * session emitted.
+ * session emitted. What a call changed is told to the emission policy as the starts of the sessions
+ * it changed (early firing then emits the open sessions holding them).
  *
  * Before the shuffle, with a fixed gap and aggregates that merge in any order, a key's rows after
  * the micro-batch's watermark join in runs ([[Sessions.KeyRuns]]: rows each within the gap of the
@@ -51,15 +50,6 @@ private[spark] object Sessions extends StreamingKind {
     else if (unordered.isDefined) Combine.none(s"${unordered.get.prettyName} depends on the order its rows are merged in")
     else if (mode == AggregateBeforeShuffle.Never) Combine.none(s"${AggregateBeforeShuffle.Conf}=never")
     else Combine.SessionRuns("a key's rows in runs within the gap")
-  }
-
-  override def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission): Unit = {
-    super.check(definition, windows, emission)
-    if (emission.earlyEvery.isDefined) {
-      throw WindowAggException(WindowAggError.INVALID_OPTION,
-        s"$definition: a session's bounds grow as rows join it, so an early value would name a window that later " +
-          "changes or merges away; use emit 'updates' (update output mode), which retracts merged sessions")
-    }
   }
 
   override def previousLayout: Option[PreviousLayout] = Some(PreviousLayouts.Sessions2)
@@ -250,8 +240,9 @@ private[spark] object Sessions extends StreamingKind {
         before.filterNot(after.contains).toSeq.sorted.foreach { case (first, last) => out.retracted(first, last) }
         open.filter(s => touched.contains(s.first)).foreach(s => out.changed(s.first, s.last, s.partial))
       }
+      val fireAt = out.fire(watermark, touched.toArray.sorted, openWindows(open))
       // unchanged sessions keep their bytes as read
-      save(state, open, changed = touched.nonEmpty || open.length != state.open.length, watermark)
+      save(state, open, changed = touched.nonEmpty || open.length != state.open.length, watermark, fireAt)
     }
 
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
@@ -262,7 +253,21 @@ private[spark] object Sessions extends StreamingKind {
       if (open.isEmpty && fixedGap.exists(g => state.closedReach.exists(saturatingAdd(_, g) < watermark))) {
         state.closedReach = None
       }
-      save(state, open, changed = open.length != state.open.length, watermark)
+      val fireAt = out.fire(watermark, Array.emptyLongArray, openWindows(open))
+      save(state, open, changed = open.length != state.open.length, watermark, fireAt)
+    }
+
+    /**
+     * The key's open sessions for the emission policy: those holding a changed time, a session's
+     * start as the call that changed it left it (a later merge keeps it within the merged session).
+     */
+    private def openWindows(open: Vector[OpenSession[InternalRow]]): OpenWindows = new OpenWindows {
+      override def isEmpty: Boolean = open.isEmpty
+      override def holding(marks: Array[Long])(f: (Long, Long, InternalRow) => Unit): Unit = open.foreach { s =>
+        val at = java.util.Arrays.binarySearch(marks, s.first)
+        val next = if (at >= 0) at else -at - 1
+        if (next < marks.length && marks(next) <= s.last) f(s.first, s.last, s.partial)
+      }
     }
 
     /** A run combined before the shuffle, which only combines rows that cannot be late. */
@@ -291,15 +296,18 @@ private[spark] object Sessions extends StreamingKind {
 
     /**
      * Writes the key's sessions (when they or closedReach changed) and keeps its one timer at or before
-     * the earliest reach of its open sessions, or with none, where closedReach can be dropped. A timer
+     * the earliest reach of its open sessions, or with none, where closedReach can be dropped, and
+     * no later than the emission policy's `fireAt` (a tick). A timer
      * set earlier than that but not due at this `watermark` stays where it is: firing early, it finds
      * nothing final and sets the next one, where moving it each micro-batch a session grows would cost
      * Spark's timer store a delete and an insert every time.
      */
-    private def save(state: KeySessions, open: Vector[OpenSession[InternalRow]], changed: Boolean, watermark: Long): Unit = {
-      val needed =
+    private def save(state: KeySessions, open: Vector[OpenSession[InternalRow]], changed: Boolean, watermark: Long,
+        fireAt: Option[Long]): Unit = {
+      val kept =
         if (open.nonEmpty) Some(open.map(s => timers.expiryMs(s.reach)).min)
         else fixedGap.flatMap(g => state.closedReach.map(r => timers.expiryMs(saturatingAdd(r, g))))
+      val needed = (kept ++ fireAt.map(timers.expiryMs)).minOption
       val watermarkMs = Math.floorDiv(watermark, spec.ticksPerMilli)
       val wanted = needed match {
         case Some(ms) if state.timerMs.exists(t => t <= ms && t > watermarkMs) => state.timerMs

@@ -31,8 +31,8 @@ private[spark] trait StreamingKind extends Serializable {
   /** Whether update mode retracts windows merged into others. */
   def retracts: Boolean = false
 
-  /** Refuses, at analysis and naming why, an emission this kind cannot honour. */
-  def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission): Unit = {
+  /** Refuses, at analysis and naming why, an emission this kind cannot honour (`withViews`: Storm's views are asked for). */
+  def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission, withViews: Boolean): Unit = {
     if (!windows.everFinal && emission.emitsFinal) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
         s"$definition never closes, so no window would ever be final: use emit 'updates' (and the update output mode)")
@@ -98,7 +98,10 @@ private[spark] trait KeyLogic {
   def expire(key: InternalRow, watermark: Long, out: Emitter): Unit =
     throw new IllegalStateException(s"${getClass.getName} keeps no idle keys to expire")
 
-  /** How many equal rows a whole row stands for, given the piece it came with (in the kind's codec). */
+  /**
+   * How many rows a piece combined before the shuffle stands for (in the kind's codec): the equal
+   * rows a whole row came with, or a piece alone's rows where the kind counts them (else one).
+   */
   def countOf(piece: Array[Byte]): Long = 1L
 }
 

@@ -18,7 +18,7 @@ import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, UnpackedRow,
  * third-party stateful logic: `transformWithState` in event-time (or processing-time) mode with the
  * [[KeyedWindowProcessor]] driving the kind's `StreamingKind`, on the RocksDB state store. The
  * result has the batch node's output (same expression ids), plus `late_reason` and `late_row` when
- * late rows are emitted, `retraction` for sessions in update mode and `is_final` with early firing.
+ * late rows are emitted, `retraction` for sessions emitted before they are final (updates, early firing) and `is_final` with early firing.
  */
 object StreamingWindowPlanner {
   val RocksDbProvider = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -46,7 +46,7 @@ object StreamingWindowPlanner {
     }
     val kind = StreamingKind.of(node.engine)
     val emission = options.emission
-    kind.check(definition, node.windows, emission)
+    kind.check(definition, node.windows, emission, withViews = node.views.exists(_ != WindowView.All))
     if (options.expireIdleKeys.isDefined && !kind.keepsIdleKeys(node.windows)) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
         s"$definition forgets a key's state once its windows are final, so no idle key outlives its windows: " +
@@ -136,12 +136,12 @@ object StreamingWindowPlanner {
       Alias(out(ordinal), target.name)(exprId = target.exprId)
     }
     val late = if (options.emitLateRows) Seq(out(spec.lateReasonOrdinal), out(spec.lateRowOrdinal)) else Nil
-    // sessions in update mode: merged-away sessions come as rows marked retraction = true
+    // sessions emitted before they are final: merged-away values come as rows marked retraction = true
     val retraction =
-      if (kind.retracts && emission.emitsChanges) {
+      if (kind.retracts && emission.retractsMerged) {
         Seq(Alias(EqualTo(out(spec.kindOrdinal), Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
       } else Nil
-    val isFinal = if (emission.earlyEvery.isDefined) Seq(out(spec.isFinalOrdinal)) else Nil
+    val isFinal = if (emission.marksFinal) Seq(out(spec.isFinalOrdinal)) else Nil
     Project(named ++ late ++ retraction ++ isFinal, plan)
   }
 
