@@ -3,9 +3,10 @@
     python tests/streaming_job.py INPUT OUTPUT CHECKPOINTS LOCAL_DIR
 
 Reads the JSON files of INPUT one per micro-batch (availableNow) with a watermark of 20 s and runs
-one query per window kind (state_fixtures.KINDS: every kind the streaming engine has), late rows
-emitted. Half of the kinds write to Parquet file sinks (OUTPUT/<kind>), the others, and every kind
-that emits updates, through foreachBatch, which overwrites one folder per micro-batch
+one query per window kind (state_fixtures.KINDS: every kind the streaming engine has), and sessions
+firing early (their emission policy keeps state of its own), late rows emitted. Half of the kinds
+write to Parquet file sinks (OUTPUT/<kind>), the others, and every kind that emits values before
+final ones, through foreachBatch, which overwrites one folder per micro-batch
 (OUTPUT/<kind>/batch_id=<id>): idempotent when a micro-batch runs again after a restart. Each query
 checkpoints in CHECKPOINTS/<kind>. The test kills the job (SIGKILL) and starts it again from the same
 checkpoints; it prints FINISHED when every query has ended normally.
@@ -18,23 +19,24 @@ import state_fixtures
 import streaming_support as ss
 
 WATERMARK = "20 seconds"
-KINDS = list(state_fixtures.KINDS)
+KINDS = [*state_fixtures.KINDS, "session-early"]
 FILE_SINK_KINDS = KINDS[0::2]
 
 
-def emits_updates(kind):
-    return state_fixtures.KINDS[kind][1] == "updates"
+def emits_before_final(kind):
+    """Whether the kind's query emits values before a window is final (updates, early firing)."""
+    return state_fixtures.FIXTURE_KINDS[kind][1] != "final"
 
 
 def uses_file_sink(kind):
-    return kind in FILE_SINK_KINDS and not emits_updates(kind)
+    return kind in FILE_SINK_KINDS and not emits_before_final(kind)
 
 
 def query(stream, kind, streaming=True):
     """The job's query for `kind` over a streaming (or, for the expected result, batch) input."""
     import windowagg
 
-    definition, emit = state_fixtures.KINDS[kind]
+    definition, emit = state_fixtures.FIXTURE_KINDS[kind]
     if streaming:
         grouping = windowagg.window("ts", definition(windowagg), emit=emit, late_rows="emit")
     else:
@@ -74,7 +76,7 @@ def main(argv):
             def write_batch(batch, batch_id, out=out):
                 batch.write.mode("overwrite").parquet(os.path.join(out, f"batch_id={batch_id}"))
 
-            writer = writer.foreachBatch(write_batch).outputMode("update" if emits_updates(kind) else "append")
+            writer = writer.foreachBatch(write_batch).outputMode("update" if emits_before_final(kind) else "append")
         queries.append(writer.trigger(availableNow=True).start())
     for q in queries:
         q.awaitTermination()

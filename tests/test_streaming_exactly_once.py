@@ -59,6 +59,7 @@ LATE_ROWS_BY_KIND = {
     "count": ("count 5 rows every 2 rows", True),
     "duration": ("duration 30 seconds every 10 seconds", True),
     "unlimited": ("unlimited", False),  # its one window never closes
+    "session-early": ("session gap 20 seconds", True),
 }
 
 
@@ -191,7 +192,7 @@ class KillPoint:
         return (self.checkpoint / self.phase / str(self.batch)).exists()
 
 
-FIXED_POINTS = [("sliding", "output", None), ("hopping", "offsets", 4), ("session", "state", 6), ("count", "commits", 9)]
+FIXED_POINTS = [("sliding", "output", None), ("hopping", "offsets", 4), ("session-early", "state", 6), ("count", "commits", 9)]
 
 
 def next_random_point(root, rnd):
@@ -209,23 +210,33 @@ def batch_ids(folder):
 
 
 def emitted(spark, out, kind):
-    """The rows a kind's sink holds; for updates, each window's last value (by micro-batch)."""
+    """The rows a kind's sink holds; for values emitted before final ones, what an upserting sink keeps:
+    each window's last value (by micro-batch), which must be final where values say so (but for the
+    flush rows' windows), and no window whose last row retracts it."""
     rows = spark.read.parquet(str(out / kind))
-    if not streaming_job.emits_updates(kind):
+    if not streaming_job.emits_before_final(kind):
         return rows.drop("batch_id")
     from pyspark.sql import Window
 
     newest_first = Window.partitionBy("k", "window").orderBy(F.col("batch_id").desc())
     windows = rows.where("late_reason IS NULL").withColumn("nth", F.row_number().over(newest_first))
     latest = windows.where("nth = 1").drop("nth", "batch_id")
-    return latest.unionByName(rows.where("late_reason IS NOT NULL").drop("batch_id"))
+    if "retraction" in latest.columns:
+        latest = latest.where(~F.col("retraction")).drop("retraction")
+    if "is_final" in latest.columns:
+        # the flush rows' own windows never close
+        open_windows = latest.where(~F.col("is_final") & (F.col("k").isNull() | (F.col("k") != "flush"))).collect()
+        assert open_windows == [], f"{kind}: these windows' last values are not final ones: {open_windows}"
+        latest = latest.drop("is_final")
+    late = rows.where("late_reason IS NOT NULL").drop("batch_id", *(c for c in ("retraction", "is_final") if c in rows.columns))
+    return latest.unionByName(late)
 
 
 def late_rows_for(kind):
     """Whether job_input's late rows are late for the job's definition of `kind` (LATE_ROWS_BY_KIND)."""
     import windowagg
 
-    definition, _ = streaming_job.state_fixtures.KINDS[kind]
+    definition, _ = streaming_job.state_fixtures.FIXTURE_KINDS[kind]
     assert kind in LATE_ROWS_BY_KIND, f"{kind}: say in LATE_ROWS_BY_KIND whether job_input's late rows are late for it"
     spec, late = LATE_ROWS_BY_KIND[kind]
     assert definition(windowagg).spec == spec, f"{kind}: the job's windows changed; read job_input's argument again"
