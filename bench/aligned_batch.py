@@ -595,8 +595,7 @@ def ratio_text(res, sec, num, den) -> tuple[str, str, float | None, float | None
 def summary(res) -> None:
     for name, sec in res["sections"].items():
         for comp, c in sec["cells"].items():
-            log(f"SUMMARY {name:10s} {comp:22s} wall {report.fmt_seconds(c):>18s}  CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
-                f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
+            report.log_cell(f"{name:10s} {comp:22s}", c, 18)
         for k in ("check", "check_tvf", "check_hourly_running", "check_zone"):
             if k in sec:
                 log(f"SUMMARY {name:10s} {k}: {sec[k]}")
@@ -720,7 +719,7 @@ def input_values(res: dict) -> dict:
 def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     """The page: its prose is NOTES, filled with the values computed here from the results."""
     plot(res, img)
-    args, config = res["args"], res["config"]
+    args = res["args"]
     separate_runs = []
     for run, p in zip(res["files"][1:], json_paths[1:]):
         secs = [n for n, sec in res["sections"].items() if sec.get("run", {}).get("file") == run["file"]]
@@ -775,29 +774,16 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     checks = report.table(["section", "comparison", "windowagg rows", "Spark rows", "mean rows per window",
                            "mismatches"], "llrrrr", checks)
     report.render_page(doc, img, NOTES, {
-        "provenance": report.provenance("aligned_batch.py", json_paths, NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_paths[0], doc),
         "separate_runs": "\n".join(separate_runs),
-        "machine": report.machine_line(res["machine"]),
-        "master": config["master"],
-        "driver_memory": config["spark.driver.memory"],
-        "shuffle_partitions": config["spark.sql.shuffle.partitions"],
-        "jar": report.jar_line(config.get("windowagg_jar")),
-        "reps": args["reps"],
-        "long_run": f"{args['long_run']:.0f}",
-        "timeout": f"{args['timeout']:.0f}",
         "hop_timeout": f"{args.get('hop_timeout', args['timeout']):.0f}",
-        "contended": args["contended"],
         **input_values(res),
         "cal_zone_spec": CAL_ZONE_SPEC,  # the calendar line quotes the spec the zone cell runs
         "results_table": "\n".join(results),
         "ratios_table": "\n".join(ratios),
         "both_directions_table": "\n".join(both),
-        "img": report.link(img, doc),
         "checks_table": "\n".join(checks),
         "srcs": " ".join(report.repo_rel(p) for p in json_paths),
-    })
+    }, report.run_values("aligned_batch.py", res, json_paths, doc, img, NOTES))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -369,8 +369,7 @@ def summary(res) -> None:
         for comp in COMPETITORS:
             c = get_cell(res, comp, n)
             if c:
-                log(f"SUMMARY N={n:<6d} {comp:18s} wall {report.fmt_seconds(c):>22s}  CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
-                    f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
+                report.log_cell(f"N={n:<6d} {comp:18s}", c, 22)
         for num, den in (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")):
             cn, cd = get_cell(res, num, n), get_cell(res, den, n)
             log(f"SUMMARY N={n:<6d} {num} ÷ {den}: wall {report.bounded_ratio(cn, cd, 'median_s')[0]}, "
@@ -419,15 +418,10 @@ def verdict(kind_val: tuple[str, float | None, str], target: float) -> str:
     return "**met**" if v <= target else "**missed**"
 
 
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the page (and plot) from a results file."""
-    report.rerender_one(json_paths, render, doc, img)
-
-
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     """The page: bench/count_batch_notes.md (all of its prose) filled with what this run measured."""
     plot(res, img)
-    m, cfg, a, i = res["machine"], res["config"], res["args"], res["input"]
+    a, i = res["args"], res["input"]
     ns = sorted(int(x) for x in res["lengths"])
     lo, hi, fr, fl = flat_ratio(res)
     w_txt, c_txt = fr["median_s"][0], fr["median_cpu_s"][0]
@@ -493,39 +487,17 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                          for n, s, x in ex[:2])
 
     report.render_page(doc, img, NOTES, {
-        "provenance": report.provenance("count_batch.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc, before=f" on {i['rows']:,} rows, {i['keys']:,} keys"),
         "lengths": ", ".join(f"{n:,}" for n in ns),
         "shortest": f"{lo:,}",
         "longest": f"{hi:,}",
         "target_flat": TARGET_FLAT,
         "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
-        "machine": report.machine_line(m),
-        "master": cfg["master"],
-        "driver_memory": cfg["spark.driver.memory"],
-        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
-        "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
-        "segment_tree_settings": ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`"
-                                           for k, v in cfg["segment_tree_conf"].items()),
-        "jar": report.jar_line(cfg.get("windowagg_jar")),
-        "rows": f"{i['rows']:,}",
-        "keys": f"{i['keys']:,}",
-        "rows_per_key": f"{pk:,}",
         "step_ms": i["step_ms"],
         "dup_fraction": f"{i['dup_fraction']:.0%}",
         "rows_sharing_an_earlier_time": f"{i['rows_sharing_an_earlier_time']:,}",
         "rows_sharing_an_earlier_time_pct": f"{i['rows_sharing_an_earlier_time'] / i['rows']:.1%}",
         "distinct_seq": f"{i['distinct_seq']:,}",
         "seq_definition": i["seq"],
-        "v_definition": i["v"],
-        "ts_min": i["ts_min"],
-        "ts_max": i["ts_max"],
-        "partitions": i["partitions"],
-        "timed_runs": f"{a['reps']} timed run{'s' if a['reps'] != 1 else ''}",
-        "long_run": f"{a['long_run']:.0f}",
-        "timeout": f"{a['timeout']:.0f}",
-        "cpu_method": report.cpu_method(a["contended"]),
         "unfilled_windows": bool(short),
         "unfilled_lengths": ", ".join(f"{n:,}" for n in short),
         "longest_unfilled": f"{max(short):,}" if short else "",
@@ -541,14 +513,16 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "flat_table": "\n".join(report.table(["ratio", "wall time", "CPU time"], "lrr", [
             [f"windowagg N = {n:,} ÷ N = {ns[0]:,}" + (f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""),
              *both(get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])).split(" / ")] for n in ns[1:]])),
-        "plot": report.link(img, doc),
         "check_keys": a["check_keys"],
         "correctness_table": "\n".join(report.table(
             ["N (rows)", "OVER rows", "mean / max rows per window", "windowagg `windows()` rows", "mismatches",
              "`window_agg` table rows", "mismatches", "frames changed by a reversed tie-break"], "rrrrrrrr", checked)),
         "mismatch_examples": examples,
-        "results_file": report.repo_rel(json_path),
-    })
+    }, report.run_values("count_batch.py", res, [json_path], doc, img, NOTES,
+                         run_line_before=f" on {i['rows']:,} rows, {i['keys']:,} keys"))
+
+
+rerender = report.rerenderer(render, DOC, IMG)  # --report
 
 
 if __name__ == "__main__":

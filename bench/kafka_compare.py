@@ -456,7 +456,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     """The page: bench/kafka_compare_notes.md (all of its prose) filled with the numbers and tables
     computed here, and the flags that keep or drop its optional paragraphs."""
     render_plot(res, img)
-    S, wl, m, cfg, args = res["summary"], res["workload"], res["machine"], res["config"], res["args"]
+    S, wl, cfg, args = res["summary"], res["workload"], res["config"], res["args"]
 
     head = []
     for kind, sm in S.items():
@@ -532,20 +532,14 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     sliding_sum = next((r.get("sum_of_counts") for r in res["runs"] if r["system"] == "kafka"
                         and r["kind"] == "sliding" and r.get("timed") and r.get("complete")), None)
     values = {
-        "provenance": report.provenance("kafka_compare.py", [json_path], NOTES),
-        # the banners' lines end with the blank line after them
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc),
         # the per-core block: only when some cell has both systems' numbers
         "per_core": "; ".join(head),
         "results_table": "\n".join(results_table),
-        "master": cfg["master"],
         "kafka_thread_cpu": ", ".join(f"{x['cpu_seconds']:.1f} s ({KIND_LABEL[k]}, {STORE_LABEL[st]})"
                                       for k, s in S.items() for st, x in s["kafka"].items()),
         # the time-cap bullet: only when a Kafka run stopped at its cap
         "time_cap": any(not x["complete"] for s in S.values() for x in s["kafka"].values()),
         "kafka_max_seconds": f"{args['kafka_max_seconds']:.0f}",
-        "img_link": report.link(img, doc),
         "window_counts_table": "\n".join(window_counts_table),
         "ms_tick": bool(ms_tick),
         **{f"ms_tick_{k}": ms_tick.get(k, "") for k in ("windows", "sum", "kafka", "verdict")},
@@ -555,10 +549,6 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                               else f"about {wl['density'] * wl['size_s'] * 2:.0f}"),
         "events_per_event_second": f"{rate:,.0f}",
         "window_starts": f"{int(min(2 * wl['size_s'] * 1000, 2 * rate * 2 * wl['size_s'])):,}",
-        "machine_line": report.machine_line(m),
-        "shuffle_partitions": cfg["shuffle_partitions"],
-        "driver_memory": cfg["driver_memory"],
-        "jar_line": report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
         "kafka_version": next((r.get("kafka_streams") for r in res["runs"] if r.get("kafka_streams")), "?"),
         "kafka_java": next((r.get("java") for r in res["runs"] if r.get("java")), "?"),
         "kafka_heap": args["kafka_heap"],
@@ -578,20 +568,12 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
         "changelog_records": (f"{sliding_sum:,} for the sliding windows here" if sliding_sum
                               else "tens of millions for sliding windows"),
         "kafka_warmup_seconds": f"{args['kafka_warmup_seconds']:.0f}",
-        "reps": args["reps"],
-        "contended": args["contended"],
         "contended_runs": ", ".join(
             f"{KIND_LABEL[k]} windowagg {s['windowagg']['contended_runs'] if s['windowagg'] else 0}"
             + "".join(f", Kafka {st} {x['contended_runs']}" for st, x in s["kafka"].items())
             for k, s in S.items()),
-        "results_json": report.repo_rel(json_path),
     }
-    report.render_page(doc, img, NOTES, values)
-
-
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the summary, recomputed from the runs and written back, then the page and plot."""
-    report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize)
+    report.render_page(doc, img, NOTES, values, report.run_values("kafka_compare.py", res, [json_path], doc, img, NOTES))
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -712,6 +694,9 @@ def main(argv=None) -> int:
     if a.docs:
         render_doc(res, path)
     return 0
+
+
+rerender = report.rerenderer(render_doc, DOC, IMG, summarize=summarize)  # --report
 
 
 if __name__ == "__main__":

@@ -557,10 +557,6 @@ def _ms(x) -> str:
     return "–" if x is None else f"{x:,}"
 
 
-def _verdict(ok) -> str:
-    return "not measured" if ok is None else ("**met**" if ok else "**missed**")
-
-
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     args, S = res["args"], res["summary"]
     cells = {cell_key(r["variant"], r["kind"], r["rate"]): r for r in res["runs"]}
@@ -571,10 +567,10 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     for t in S["targets"]:
         target_lines.append(
             f"- **{t['kind']}**: windowagg real-time p99 at {TARGET_RATE:,} events/s: {_ms(t['wa_p99'])} ms "
-            f"(target ≤ {TARGET_P99_MS} ms, sustained): {_verdict(t['p99_met'])}; Kafka Streams' p99 "
+            f"(target ≤ {TARGET_P99_MS} ms, sustained): {report.verdict(t['p99_met'])}; Kafka Streams' p99 "
             f"{_ms(t['ks_p99'])} ms, windowagg ÷ Kafka Streams "
             f"{'–' if t['vs_ks'] is None else format(t['vs_ks'], '.2f') + '×'} "
-            f"(target ≤ {TARGET_VS_KS:g}×): {_verdict(t['vs_ks_met'])}")
+            f"(target ≤ {TARGET_VS_KS:g}×): {report.verdict(t['vs_ks_met'])}")
 
     tables = []
     for kind in args["kinds"]:
@@ -637,12 +633,8 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                    f"{len(others)} runs are marked †.")
     cfg = res["config"]
     values = {
-        "provenance": report.provenance("latency.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc),
         "target_lines": "\n".join(target_lines) or "- the targets' cells were not run",
         "cpu_lines": "\n".join(cpu_lines) or "- the tumbling cells of both were not run",
-        "img_link": report.link(img, doc),
         "plot_rate": f"{plot_rate:,}",
         "tables": "\n\n".join(tables),
         "highest_table": highest_table,
@@ -655,23 +647,11 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "rt_batch": args["rt_batch"], "linger_ms": args["linger_ms"],
         "ks_store": args["ks_store"], "ks_commit_ms": args["ks_commit_ms"],
         "max_p99_ms": f"{args['max_p99_ms']:,.0f}", "max_drain_ms": f"{args['max_drain_ms']:,.0f}",
-        "contended": args["contended"],
         "others_line": others_line, "jvm_warmup": f"{args.get('jvm_warmup', 0):g}",
-        "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"],
         "state_store": cfg.get("state_store") or "?",
         "target_p99": TARGET_P99_MS, "target_rate": f"{TARGET_RATE:,}", "target_vs_ks": f"{TARGET_VS_KS:g}",
-        "machine_line": report.machine_line(res["machine"]),
-        "jar_line": report.jar_line(cfg.get("windowagg_jar")),
-        "results_json": report.repo_rel(json_path),
     }
-    report.render_page(doc, img, NOTES, values)
-
-
-def rerender(json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
-    """--report (and bench/report.py): the summary, recomputed from the runs and written back, then the page."""
-    doc = doc or report.DOCS / DOC_NAME
-    img = img or report.DOCS / "img" / IMG_NAME
-    report.rerender_one(json_paths, render, doc, img, summarize=summarize, indent=1)
+    report.render_page(doc, img, NOTES, values, report.run_values("latency.py", res, [json_path], doc, img, NOTES))
 
 
 # --------------------------------------------------------------------------------------- main
@@ -824,6 +804,9 @@ def main(argv=None) -> int:
         docs = Path(a.docs)
         render(res, path, docs / DOC_NAME, docs / "img" / IMG_NAME)
     return 0
+
+
+rerender = report.rerenderer(render, report.DOCS / DOC_NAME, report.DOCS / "img" / IMG_NAME, summarize=summarize, indent=1)  # --report
 
 
 if __name__ == "__main__":

@@ -863,7 +863,7 @@ def _mib(x):
 def _verdict(v) -> str:
     if v == "undecided":
         return "undecided (fixed cost ≥ 90% of the CPU, or a difference ≤ 0)"
-    return "not measured" if v is None else ("**met**" if v else "**missed**")
+    return report.verdict(v)
 
 
 def warmup_lines(res: dict) -> list[str]:
@@ -898,7 +898,7 @@ def warmup_lines(res: dict) -> list[str]:
 
 def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None:
     render_plot(res, img)
-    S, args, w, cfg = res["summary"], res["args"], res["workload"], res["config"]
+    S, args, w = res["summary"], res["args"], res["workload"]
     qs = args["queries"]
 
     # Flink's cells
@@ -1036,9 +1036,6 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
 
     fp = args["flink_parallelism"]
     values = {
-        "provenance": report.provenance("nexmark_bench.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc),
         "summary_lines": "\n".join(summary_lines) or "- no target could be evaluated in this run",
         "failed_checks": ", ".join(S["failed_checks"]),
         "defects": bool(defects),
@@ -1051,7 +1048,6 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
         "spark_tables": "\n\n".join(spark_tables),
         "profiles": bool(prof_lines),
         "profile_lines": "\n".join(prof_lines),
-        "img_link": report.link(img, doc),
         "events": f"{w['events']:,}", "bids": f"{w['bids']:,}", "rate": f"{w['rate']:,}",
         "span_s": f"{w['event_time_span_s']:,.0f}", "auctions": f"{w['auctions']:,}", "bidders": f"{w['bidders']:,}",
         "seed": w["seed"], "csv_mib": f"{w['csv_mib']:,.0f}",
@@ -1071,22 +1067,12 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
         "fixed_rounds": args.get("fixed_rounds") or 1,
         "run_minutes": (f"{(dt.datetime.fromisoformat(res['finished']) - dt.datetime.fromisoformat(res['started'])).total_seconds() / 60:.0f}"
                         if res.get("finished") and res.get("started") else "?"),
-        "reps": args["reps"], "flink_parallelism": " and ".join(str(p) for p in fp),
+        "flink_parallelism": " and ".join(str(p) for p in fp),
         "flink_backends": " and ".join(f"`{b}`" for b in args["flink_backends"]),
         "flink_version": next((f.get("flink_version") for f in S["flink"].values() if f.get("flink_version")), "?"),
         "cpu_target": CPU_TARGET,
-        "machine_line": report.machine_line(res["machine"]),
-        "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"], "driver_memory": cfg["driver_memory"],
-        "jar_line": report.jar_line(cfg.get("windowagg_jar")),
-        "contended": args["contended"],
-        "results_json": report.repo_rel(json_path),
     }
-    report.render_page(doc, img, NOTES, values)
-
-
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the summary, recomputed from the runs and written back, then the page and plot."""
-    report.rerender_one(json_paths, render, doc, img, summarize=summarize, indent=1)
+    report.render_page(doc, img, NOTES, values, report.run_values("nexmark_bench.py", res, [json_path], doc, img, NOTES))
 
 
 # ------------------------------------------------------------------------------------------- main
@@ -1237,6 +1223,9 @@ def main(argv=None) -> int:
     if a.docs:
         render(res, path)
     return 1 if failed else 0
+
+
+rerender = report.rerenderer(render, DOC, IMG, summarize=summarize, indent=1)  # --report
 
 
 if __name__ == "__main__":

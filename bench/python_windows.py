@@ -309,8 +309,7 @@ def assignment_rates(res) -> dict:
 def summary(res) -> None:
     for name in CELLS:
         if c := res["cells"].get(name):
-            log(f"SUMMARY {name:15s} wall {report.fmt_seconds(c):>10s}  CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
-                f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
+            report.log_cell(f"{name:15s}", c, 10)
     wall, cpu = report.wall_and_cpu_ratios(res["cells"].get("python_windows"), res["cells"].get("jvm_custom"))
     r = assignment_rates(res)
     log(f"SUMMARY python_windows ÷ jvm_custom: wall {wall}, CPU {cpu}; assignment "
@@ -357,15 +356,10 @@ def shuffled_mb(c) -> str:
     return report.fmt_num(c["shuffle_bytes"] / 1e6 if c and c.get("shuffle_bytes") is not None else None, ".1f")
 
 
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the page (and plot) from a results file."""
-    report.rerender_one(json_paths, render, doc, img)
-
-
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     """The page: bench/python_windows_notes.md filled with what this run measured."""
     plot(res, img)
-    m, cfg, a, i = res["machine"], res["config"], res["args"], res["input"]
+    cfg, i = res["config"], res["input"]
     cells = res["cells"]
     pw, jc, ao, af, fl = (cells.get(n) for n in ("python_windows", "jvm_custom", "assign_only", "arrow_floor",
                                                  "scan_floor"))
@@ -385,7 +379,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         [f"the assignment step alone ≥ {TARGET_ROWS_PER_CORE / 1e6:g}M rows/s per core",
          f"{report.fmt_num(rate['per_core'], ',.0f')} rows/s per core ({report.fmt_num(rate['total'], ',.0f')} "
          f"rows/s on {cores} cores, `assign_only` {report.median_seconds(ao)})",
-         "not measured" if rate["per_core"] is None else "**met**" if rate_met else "**missed**"],
+         report.verdict(None if rate["per_core"] is None else rate_met)],
     ]
 
     def rows_per_s(c, per: str = "median_s"):
@@ -437,15 +431,9 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                     "every row in one quarter",
                     "not checked (--no-check)" if ck is None else
                     f"{bad:,} mismatching rows; {ck['rows_in_a_quarter']:,} of {rows:,} rows in a quarter",
-                    "not measured" if ck is None else
-                    "**met**" if bad == 0 and ck["rows_in_a_quarter"] == rows else "**missed**"])
+                    report.verdict(None if ck is None else bad == 0 and ck["rows_in_a_quarter"] == rows)])
 
     report.render_page(doc, img, NOTES, {
-        "provenance": report.provenance("python_windows.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc, before=f" on {rows:,} rows, {i['keys']:,} keys"),
-        "rows": f"{rows:,}",
-        "keys": f"{i['keys']:,}",
         "days": f"{i['days']:g}",
         "cores": cores,
         "target_ratio": f"{TARGET_RATIO:g}",
@@ -485,33 +473,22 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "ip_assign_share": report.fmt_num(ratio(ip.get("assign_cpu_s"), ip.get("listing_cpu_s")), ".0%"),
         "batch_rows": f"{ip['batch_rows']:,}" if ip else "–",
         "steps_table": "\n".join(report.table(["step", "CPU (s)", "rows per CPU second"], "lrr", steps)),
-        "machine": report.machine_line(m),
-        "master": cfg["master"],
-        "driver_memory": cfg["spark.driver.memory"],
-        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
-        "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
         "arrow_batch": cfg["arrow_max_records_per_batch"],
         "jar": report.jar_line(cfg.get("windowagg_jar"), f"; Python package from `{cfg.get('windowagg_python', '?')}`"),
         "examples_jar": examples_jar_line(cfg["examples_jar"]),
-        "ts_min": i["ts_min"],
-        "ts_max": i["ts_max"],
-        "partitions": i["partitions"],
-        "v_definition": i["v"],
-        "timed_runs": f"{a['reps']} timed run{'s' if a['reps'] != 1 else ''}",
-        "long_run": f"{a['long_run']:.0f}",
-        "timeout": f"{a['timeout']:.0f}",
-        "cpu_method": report.cpu_method(a["contended"]),
         "results_table": "\n".join(report.table(
             ["cell", "query", "wall (s)", "wall, fastest – slowest run (s)", "CPU (s)", "CPU ÷ wall", "rows/s (wall)",
              "rows per CPU second", "shuffled (MB)", "others (cores)", "contended runs"], "llrrrrrrrrr",
             [row(n) for n in CELLS if n in cells])),
         "ratios_table": "\n".join(report.table(["ratio", "wall time", "CPU time"], "lrr", ratio_rows)),
-        "plot": report.link(img, doc),
         "correctness_table": "\n".join(report.table(
             ["compared", "rows (left)", "rows (JVM)", "(row, quarter) pairs", "mismatches",
              "only left / only JVM / count / sum / avg"], "lrrrrr", check_rows)) if ck else "Not checked (`--no-check`).",
-        "results_file": report.repo_rel(json_path),
-    })
+    }, report.run_values("python_windows.py", res, [json_path], doc, img, NOTES,
+                         run_line_before=f" on {rows:,} rows, {i['keys']:,} keys"))
+
+
+rerender = report.rerenderer(render, DOC, IMG)  # --report
 
 
 if __name__ == "__main__":

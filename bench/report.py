@@ -9,10 +9,12 @@ computes the page's values, and its --report does the same). A page's prose is i
 written by hand with {{name}} where results go; render_page fills it. The pieces every page shares
 live here:
 
-  page        render_page and fill (a notes file and its values), provenance (the generated-by
-              comment), run_line, banners (quick / unfinished run), machine_line, jar_line,
-              cpu_method, table, link
-  numbers     fmt_num, fmt_seconds (a batch cell's median), bounded_ratio (with timeouts as bounds)
+  page        render_page and fill (a notes file and its values), run_values (what any page may show
+              of its run), provenance (the generated-by comment), run_line, banners (quick /
+              unfinished run), machine_line, jar_line, cpu_method, table, link; rerenderer (a
+              benchmark's --report)
+  numbers     fmt_num, fmt_seconds (a batch cell's median), bounded_ratio (with timeouts as bounds),
+              verdict, log_cell (a batch cell's line in its run's log)
   plots       pyplot (matplotlib, pinned in dev/versions.sh, installed by dev/python-env), save,
               wall_cpu_panels (median wall and CPU time against a size, log-log, one line per competitor)
 """
@@ -128,18 +130,26 @@ def rerender_one(json_paths: list[Path], render, doc: Path, img: Path, summarize
     render(res, path, doc, img)
 
 
+def rerenderer(render, doc: Path | None = None, img: Path | None = None, summarize=None, indent: int = 2):
+    """A benchmark's rerender(json_paths, doc, img), its --report and bench/report.py's: rerender_one with
+    `render`, `summarize` and `indent`, onto the benchmark's own `doc` and `img` unless others are given."""
+    return lambda json_paths, doc=doc, img=img: rerender_one(json_paths, render, doc, img, summarize, indent)
+
+
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _BLOCK = re.compile(r"\{\{([#/])(\w+)\}\}")
 
 
-def fill(template: str, values: dict, where: str = "template") -> str:
+def fill(template: str, values: dict, where: str = "template", shared: dict | None = None) -> str:
     """`template` with every `{{name}}` replaced by `str(values[name])`. A placeholder alone on its
     line whose value is empty takes its line with it. Lines between `{{#name}}` and `{{/name}}`
     (each alone on its line) are kept only when `values[name]` is true: prose that only some results
     call for. A name the template uses that `values` lacks, or a value the template never uses, is
-    an error naming it, so that the prose and the code that fills it cannot drift apart."""
+    an error naming it, so that the prose and the code that fills it cannot drift apart; `shared`
+    values (run_values: what every run records) fill the names `values` does not and may go unused."""
     used = set(_PLACEHOLDER.findall(template)) | {name for _, name in _BLOCK.findall(template)}
-    missing, unused = sorted(used - values.keys()), sorted(values.keys() - used)
+    missing, unused = sorted(used - values.keys() - (shared or {}).keys()), sorted(values.keys() - used)
+    values = {**(shared or {}), **values}
     if missing or unused:
         raise SystemExit(f"{where}: placeholders without values: {missing or 'none'}; values without "
                          f"placeholders: {unused or 'none'}")
@@ -165,11 +175,57 @@ def fill(template: str, values: dict, where: str = "template") -> str:
     return "\n".join(out)
 
 
-def render_page(doc: Path, img: Path, template: Path, values: dict) -> None:
+def run_values(script: str, res: dict, json_paths: list, doc: Path, img: Path, notes: Path,
+               run_line_before: str = "") -> dict:
+    """The values any page may show of its run: how it was generated, its banners and run line, the
+    machine, the session, the jar, the plot's link, the results file, and a batch run's method and
+    input; a page's own values of the same names win (fill's `shared`)."""
+    m, cfg, a = res["machine"], res["config"], res["args"]
+    return {
+        "provenance": provenance(script, json_paths, notes),
+        "banners": "\n".join(banners(res)),
+        "run_line": run_line(res, json_paths[0], doc, before=run_line_before),
+        "machine": machine_line(m),
+        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
+        "master": cfg["master"],
+        # batch_config records Spark's setting names, stream_config short ones
+        "driver_memory": cfg.get("spark.driver.memory", cfg.get("driver_memory")),
+        "shuffle_partitions": cfg.get("spark.sql.shuffle.partitions", cfg.get("shuffle_partitions")),
+        "jar": jar_line(cfg.get("windowagg_jar")),
+        "segment_tree_settings": ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`"
+                                           for k, v in (cfg.get("segment_tree_conf") or {}).items()),
+        "reps": a.get("reps"),
+        "contended": a.get("contended"),
+        "plot": link(img, doc),
+        "results_file": repo_rel(json_paths[0]),
+        **(batch_method_values(a) if "long_run" in a else {}),
+        **input_values(res.get("input") or {}),
+    }
+
+
+# (placeholder, field of harness.cache_input's description, format spec)
+_INPUT_FIELDS = [("rows", "rows", ","), ("keys", "keys", ","), ("rows_per_key", "rows_per_key", ","),
+                 ("ts_min", "ts_min", ""), ("ts_max", "ts_max", ""), ("partitions", "partitions", ""),
+                 ("v_definition", "v", "")]
+
+
+def input_values(i: dict) -> dict:
+    """A batch run's cached input as its page shows it; none without one."""
+    return {name: format(i[field], spec) for name, field, spec in _INPUT_FIELDS if field in i}
+
+
+def batch_method_values(a: dict) -> dict:
+    """How a batch run timed its cells (harness.measure's flags): timed runs, long run, timeout, CPU."""
+    return {"timed_runs": f"{a['reps']} timed run{'s' if a['reps'] != 1 else ''}",
+            "long_run": f"{a['long_run']:.0f}", "timeout": f"{a['timeout']:.0f}",
+            "cpu_method": cpu_method(a["contended"])}
+
+
+def render_page(doc: Path, img: Path, template: Path, values: dict, shared: dict | None = None) -> None:
     """Writes the page `doc` from its notes file, `template` (bench/<benchmark>_notes.md: all of the
     page's prose, written by hand, with `{{name}}` where the results go), filled with `values` (the
-    numbers, tables and lines the benchmark computed from its results; see `fill`)."""
-    text = fill(template.read_text(), values, repo_rel(template))
+    numbers, tables and lines the benchmark computed from its results) and `shared` (see `fill`)."""
+    text = fill(template.read_text(), values, repo_rel(template), shared)
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text.rstrip("\n") + "\n")
     from harness import log
@@ -199,6 +255,13 @@ def fmt_seconds(c: dict | None, key: str = "median_s") -> str:
     mark = " †" if key == "median_s" and c.get("contended_runs") else ""
     n = f" (n={len(c['times_s'])})" if len(c.get("times_s") or []) < 2 else ""
     return f"{v:.2f}{mark}{n}"
+
+
+def log_cell(at: str, c: dict, wall_width: int) -> None:
+    """A batch cell's SUMMARY line in its run's log: median wall and CPU time, and the others' share."""
+    from harness import log
+    log(f"SUMMARY {at} wall {fmt_seconds(c):>{wall_width}s}  CPU {fmt_seconds(c, 'median_cpu_s'):>8s}  "
+        f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
 
 
 def bounded_ratio(cn: dict | None, cd: dict | None, key: str) -> tuple[str, float | None, str]:
@@ -249,6 +312,11 @@ def median_seconds(c) -> str:
     return f"{c['median_s']:.2f} s" + (" †" if c.get("contended_runs") else "") + (f" (n={n})" if n < 2 else "")
 
 
+def verdict(met: bool | None) -> str:
+    """A target's verdict: "**met**", "**missed**", or "not measured" when `met` is None."""
+    return "not measured" if met is None else "**met**" if met else "**missed**"
+
+
 def verdict_at_least(v: tuple[str, float | None, str], target: float) -> str:
     """The verdict on a "faster by at least `target`" ratio from bounded_ratio (competitor ÷ windowagg);
     a lower bound (the competitor timed out) meets it only when the bound does."""
@@ -262,10 +330,7 @@ def verdict_at_least(v: tuple[str, float | None, str], target: float) -> str:
 
 def verdict_at_most(v: tuple[str, float | None, str], bound: float) -> str:
     """The verdict on a "grows at most `bound`" ratio from bounded_ratio."""
-    _, x, _kind = v
-    if x is None:
-        return "not measured"
-    return "**met**" if x <= bound else "**missed**"
+    return verdict(None if v[1] is None else v[1] <= bound)
 
 
 def pyplot():

@@ -350,9 +350,7 @@ def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> No
     print("\n".join(tables(res)))
 
 
-def rerender(json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
-    """--report: the plot and the tables from a results file."""
-    report.rerender_one(json_paths, render, doc, img)
+rerender = report.rerenderer(render)  # --report
 
 
 if __name__ == "__main__":

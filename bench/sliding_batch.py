@@ -436,7 +436,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     """The page: its template, bench/sliding_batch_notes.md (all of its prose), filled with the
     numbers and tables computed from `res`; and the plot."""
     plot(res, img)
-    m, cfg, w, a = res["machine"], res["config"], res["workload"], res["args"]
+    cfg, w, a = res["config"], res["workload"], res["args"]
     timeout = a["timeout"]
     targets = [p["target"] for p in res["points"]]
     pts = {p["target"]: p for p in res["points"]}
@@ -452,9 +452,6 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         else:
             shapes.append([f"{t:,}", f"{p['window_seconds']} s", "–", "–", "–", "–"])
     # the notes file's optional lines and paragraphs ({{#name}} blocks) show when their value is not empty
-    st = cfg.get("segment_tree_conf") or {}
-    segment_tree_settings = ", ".join(f"`{k.replace('spark.sql.window.segmentTree.', '')}={v}`" for k, v in st.items())
-    jar = report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else ""
     contended = sorted((c for c in res["cells"] if c.get("contended_runs")),
                        key=lambda c: -(c.get("max_foreign_cores") or 0))
     contended_worst = ", ".join(
@@ -510,18 +507,8 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         judged[f"floor_{metric}_verdict"] = verdict(ok)
 
     report.render_page(doc, img, NOTES, {
-        "provenance": report.provenance("sliding_batch.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc),
-        "machine": report.machine_line(m),
-        "master": cfg["master"],
-        "driver_memory": cfg["spark.driver.memory"],
-        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
-        "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
         "aqe_enabled": cfg.get("spark.sql.adaptive.enabled"),
         "aqe_coalescing": cfg.get("spark.sql.adaptive.coalescePartitions.enabled", "true (default)"),
-        "segment_tree_settings": segment_tree_settings,
-        "jar": jar,
         "windowagg_via": cfg.get("windowagg_via"),
         "rows": f"{w['rows']:,}",
         "keys": f"{w['keys']:,}",
@@ -529,9 +516,6 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "density": f"{w['density_per_s_per_key']:g}",
         "span": f"{w['span_s_per_key']:.0f}",
         "cached_partitions": w.get("cached_partitions"),
-        "reps": a["reps"],
-        "long_run": f"{a['long_run']:.0f}",
-        "timeout": f"{timeout:.0f}",
         "window_shapes_table": "\n".join(report.table(
             ["target rows/window", "S", "windowagg windows (left + right)", "mean rows per window, all windowagg windows",
              "mean rows per left window (= mean OVER frame)", "max rows in a window"], "rrrrrr", shapes)),
@@ -548,16 +532,12 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
              for comp in comps])),
         "ratios_table": "\n".join(report.table(["ratio", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
                                                 ratios)),
-        "plot": report.link(img, doc),
         **judged,
         "spot_check": spot_check,
-        "results_file": report.repo_rel(json_path),
-    })
+    }, report.run_values("sliding_batch.py", res, [json_path], doc, img, NOTES))
 
 
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the page (and plot) from a results file."""
-    report.rerender_one(json_paths, render, doc, img)
+rerender = report.rerenderer(render, DOC, IMG)  # --report
 
 
 if __name__ == "__main__":

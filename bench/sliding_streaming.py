@@ -359,13 +359,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                      f"{x['contended_runs']}/{x['runs']}"])
     # a value "" alone on its template line drops the line (the banners); a false one drops its {{#block}}
     report.render_page(doc, img, NOTES, {
-        "provenance": report.provenance("sliding_streaming.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc),
-        "machine": report.machine_line(res["machine"]),
-        "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"],
-        "driver_memory": cfg["driver_memory"], "rocksdb_changelog": changelog,
-        "jar": report.jar_line(cfg["windowagg_jar"]) if cfg.get("windowagg_jar") else "",
+        "rocksdb_changelog": changelog,
         "rows": f"{w['rows']:,}", "keys": f"{w['keys']:,}", "density": f"{w['density']:g}",
         "jitter_ms": w["jitter_ms"], "batches": w["batches"], "rows_per_batch": f"{w['rows_per_batch']:,}",
         "event_seconds_per_batch": f"{w['event_seconds_per_batch']:g}", "grace_s": f"{w['grace_s']:g}",
@@ -374,17 +368,14 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                                     for comp in OPT_IN if comp in s),
         "warmup_batches": w["warmup_batches"],
         "warmup_runs": f", then {w['warmup_runs']} time(s) over all files" if w.get("warmup_runs") else "",
-        "reps": res["args"]["reps"], "contended": res["args"]["contended"],
         "results_table": "\n".join(report.table(
             ["competitor", "events/s (median)", "processing s", "CPU s", "ms per micro-batch (median)", "output rows",
              "state rows, 2nd quarter → last quarter (mean)", "state rows max", "state memory max", "contended runs"],
             "lrrrrrrrrr", rows)),
         "ratios": "\n".join(ratio_lines(ratios)),
-        "plot": report.link(img, doc),
         "verdict": "\n".join(f"- {line}" for line in res.get("verdict", [])),
         **profile_values(res.get("profile")),
-        "json_path": report.repo_rel(json_path),
-    })
+    }, report.run_values("sliding_streaming.py", res, [json_path], doc, img, NOTES))
 
 
 def ratio_lines(ratios: dict) -> list[str]:
@@ -458,12 +449,6 @@ def verdict(res: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------- main
-
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the summary, recomputed from the runs and written back, then the page and plot."""
-    report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize, indent=1)
-
-
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.report:
@@ -559,6 +544,9 @@ def main(argv=None) -> int:
     if a.docs:
         render_doc(res, path)
     return 0
+
+
+rerender = report.rerenderer(render_doc, DOC, IMG, summarize=summarize, indent=1)  # --report
 
 
 if __name__ == "__main__":

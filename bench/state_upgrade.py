@@ -545,10 +545,6 @@ def part_upgrade(spark, windowagg, a, meter, res: dict, save, checkpoints: dict,
 
 # ---------------------------------------------------------------------------------- results
 
-def median_or_none(xs):
-    return harness.median(xs)
-
-
 def summarize(res: dict) -> None:
     s = {}
     rd = res.get("read")
@@ -557,8 +553,8 @@ def summarize(res: dict) -> None:
         by = {m: [r for r in timed_runs if r["measure"] == m] for m in READ_MEASURES}
         read = {}
         for m, runs in by.items():
-            read[m] = {"median_s": median_or_none([r["seconds"] for r in runs]),
-                       "median_cpu_s": median_or_none([r["own_cpu_s"] for r in runs]),
+            read[m] = {"median_s": harness.median([r["seconds"] for r in runs]),
+                       "median_cpu_s": harness.median([r["own_cpu_s"] for r in runs]),
                        "times_s": [r["seconds"] for r in runs], "cpu_s": [r["own_cpu_s"] for r in runs],
                        "contended_runs": sum(1 for r in runs if r["contended"]), "runs": len(runs),
                        "max_foreign_cores": max((r["foreign_cores"] or 0.0 for r in runs), default=None)}
@@ -567,7 +563,7 @@ def summarize(res: dict) -> None:
             for v in r["variables"]:
                 per_var.setdefault(v["variable"], []).append(v["seconds"])
         read["state_reader"]["per_variable_median_s"] = {k: statistics.median(v) for k, v in per_var.items()}
-        read["state_reader"]["all_variables_median_s"] = median_or_none(
+        read["state_reader"]["all_variables_median_s"] = harness.median(
             [r["all_variables_s"] for r in by["state_reader"]])
         read["ratio"] = harness.ratio(read["read_state"]["median_s"], read["state_reader"]["median_s"])
         read["ratio_cpu"] = harness.ratio(read["read_state"]["median_cpu_s"], read["state_reader"]["median_cpu_s"])
@@ -597,9 +593,9 @@ def summarize(res: dict) -> None:
                 trailing.append(tail[-1]["trigger_ms"] if tail else None)
                 restarts.append(r["wall_s"])
             out[variant] = {
-                "runs": len(runs), "first_ms": median_or_none(firsts), "later_ms": median_or_none(laters),
-                "first_cpu_s": median_or_none(first_cpu), "later_cpu_s": median_or_none(later_cpu),
-                "trailing_ms": median_or_none(trailing), "wall_s": median_or_none(restarts),
+                "runs": len(runs), "first_ms": harness.median(firsts), "later_ms": harness.median(laters),
+                "first_cpu_s": harness.median(first_cpu), "later_cpu_s": harness.median(later_cpu),
+                "trailing_ms": harness.median(trailing), "wall_s": harness.median(restarts),
                 "first_ms_runs": firsts, "later_ms_runs": laters,
                 "first_cpu_runs": first_cpu, "later_cpu_runs": later_cpu,
                 "contended_runs": sum(1 for r in runs if r["contended"]),
@@ -738,21 +734,15 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
                if r["kind"] == "timed" and r.get("foreign_cores") is not None]
     writers = res["writers"]
     report.render_page(doc, img, NOTES, {
-        "provenance": report.provenance("state_upgrade.py", [json_path], NOTES),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc),
-        "machine": report.machine_line(res["machine"]),
         "loadavg_start": res["loadavg_start"], "loadavg_end": res.get("loadavg_end") or "?",
         "foreign_median": fmt_s(harness.median(foreign)), "foreign_max": fmt_s(max(foreign) if foreign else None),
-        "contended": res["args"]["contended"], "quiet_wait": f"{res['args']['quiet_wait']:g}",
-        "master": cfg["master"], "shuffle_partitions": cfg["shuffle_partitions"], "driver_memory": cfg["driver_memory"],
-        "jar": report.jar_line(cfg["windowagg_jar"]),
+        "quiet_wait": f"{res['args']['quiet_wait']:g}",
         "old_jar": (f"windowagg {old['release']} jar (the upgraded checkpoint's writer): built from commit "
                     f"`{old['commit'][:12]}` ({old['bytes']:,} bytes, sha256 `{old['sha256'][:12]}…`)"),
         "keys": f"{w['keys']:,}", "fill_batches": w["fill_batches"], "restart_batches": w["restart_batches"],
         "later_batches": w["restart_batches"] - 1,
         "size_minutes": w["size_minutes"], "delay_seconds": w["delay_seconds"], "batch_seconds": w["batch_seconds"],
-        "reps": res["args"]["reps"], "warmup_runs": res["args"]["warmup_runs"],
+        "warmup_runs": res["args"]["warmup_runs"],
         "old_release": OLD_RELEASE, "old_commit": old["commit"][:12],
         "writer_old_s": f"{writers['upgraded']['process_s']:.0f}",
         "writer_new_s": f"{writers['native']['process_s']:.0f}",
@@ -783,9 +773,7 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
             ["checkpoint", "rep", "micro-batch", "input rows", "triggerExecution ms", "addBatch ms", "CPU s",
              "state rows", "timers registered / deleted", "output rows", "watermark"], "lrrrrrrrrrl", per_batch)),
         "observations": "\n".join(f"- {line}" for line in observations(res)),
-        "plot": report.link(img, doc),
-        "json_path": report.repo_rel(json_path),
-    })
+    }, report.run_values("state_upgrade.py", res, [json_path], doc, img, NOTES))
 
 
 def observations(res: dict) -> list[str]:
@@ -833,10 +821,6 @@ def observations(res: dict) -> list[str]:
                f"{rd['state_reader']['median_s']:.2f} s for "
                f"Spark's reader alone on the same variables ({rd['ratio']:.2f}×).")
     return out
-
-
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    report.rerender_one(json_paths, render_doc, doc, img, summarize=summarize, indent=1)
 
 
 # --------------------------------------------------------------------------------------- main
@@ -939,6 +923,9 @@ def source_subset(source: Path, folder: Path, n: int) -> Path:
     """The first n files of `source` (the rows fed before the restart), hard-linked into `folder`."""
     harness.link_subset(sorted(source.glob("*.parquet")), folder, n)
     return folder
+
+
+rerender = report.rerenderer(render_doc, DOC, IMG, summarize=summarize, indent=1)  # --report
 
 
 if __name__ == "__main__":

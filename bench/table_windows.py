@@ -474,9 +474,7 @@ def summary(res, v: Variant) -> None:
         at = f"{v.letter}={size:<6d}"
         for comp in COMPETITORS:
             if c := get_cell(res, v, comp, size):
-                log(f"SUMMARY {at} {comp:13s} wall {report.fmt_seconds(c):>24s}  "
-                    f"CPU {report.fmt_seconds(c, 'median_cpu_s'):>8s}  "
-                    f"others {c.get('median_foreign_cores') or 0:.2f} cores, {c.get('contended_runs', 0)} contended")
+                report.log_cell(f"{at} {comp:13s}", c, 24)
         cw, cj = get_cell(res, v, "windowagg", size), get_cell(res, v, "range_join", size)
         tw, tc = report.wall_and_cpu_ratios(cw, cj)
         log(f"SUMMARY {at} windowagg ÷ range join: wall {tw}, CPU {tc}; {report.faster_by(cj, cw)[0]}")
@@ -576,34 +574,11 @@ def windowagg_slower_at(res, v: Variant) -> list[int]:
 
 
 def shared_values(res: dict, json_path: Path, doc: Path, img: Path, v: Variant) -> dict:
-    """The values both pages fill in: the run, the input, the session and the method."""
-    m, cfg, a, i = res["machine"], res["config"], res["args"], res["input"]
-    return {
-        "provenance": report.provenance("table_windows.py", [json_path], v.notes),
-        "banners": "\n".join(report.banners(res)),
-        "run_line": report.run_line(res, json_path, doc, before=f" on {i['rows']:,} events, {i['keys']:,} keys"),
-        "rows": f"{i['rows']:,}",
-        "keys": f"{i['keys']:,}",
-        "rows_per_key": f"{i['rows_per_key']:,}",
-        "days": f"{i['days']:g}",
-        "target_faster": f"{TARGET_FASTER:g}",
-        "target_flat": TARGET_FLAT,
-        "machine": report.machine_line(m),
-        "master": cfg["master"],
-        "driver_memory": cfg["spark.driver.memory"],
-        "driver_max_heap_gib": m.get("driver_max_heap_gib"),
-        "shuffle_partitions": cfg["spark.sql.shuffle.partitions"],
-        "ts_min": i["ts_min"],
-        "ts_max": i["ts_max"],
-        "partitions": i["partitions"],
-        "v_definition": i["v"],
-        "timed_runs": f"{a['reps']} timed run{'s' if a['reps'] != 1 else ''}",
-        "long_run": f"{a['long_run']:.0f}",
-        "timeout": f"{a['timeout']:.0f}",
-        "cpu_method": report.cpu_method(a["contended"]),
-        "plot": report.link(img, doc),
-        "results_file": report.repo_rel(json_path),
-    }
+    """The values both pages fill in: the run's (report.run_values), the days and the targets."""
+    i = res["input"]
+    return {**report.run_values("table_windows.py", res, [json_path], doc, img, v.notes,
+                                run_line_before=f" on {i['rows']:,} events, {i['keys']:,} keys"),
+            "days": f"{i['days']:g}", "target_faster": f"{TARGET_FASTER:g}", "target_flat": TARGET_FLAT}
 
 
 def render_global(res: dict, json_path: Path, doc: Path, img: Path) -> None:
@@ -611,7 +586,7 @@ def render_global(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     measured."""
     v = GLOBAL
     plot(res, v, img)
-    cfg, a, i = res["config"], res["args"], res["input"]
+    a, i = res["args"], res["input"]
     wl = sizes(res, v)
     lo, hi = wl[0], wl[-1]
     cw_hi, cj_hi = get_cell(res, v, "windowagg", hi), get_cell(res, v, "range_join", hi)
@@ -686,12 +661,10 @@ def render_global(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     timeouts = [w for w, c in jl if c and c["status"] == "timeout"]
 
     report.render_page(doc, img, v.notes, {
-        **shared_values(res, json_path, doc, img, v),
         "windows_list": ", ".join(f"{w:,}" for w in wl),
         "largest": f"{hi:,}",
         "smallest": f"{lo:,}",
         "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
-        "jar": report.jar_line(cfg.get("windowagg_jar")),
         "shapes_table": "\n".join(report.table(
             ["W", "windows", "length min / median / mean / max (h)", "share of the span covered", "events in no window",
              "windows per event (mean)", "(event, window) pairs", "result rows", "Spark's join"],
@@ -729,7 +702,7 @@ def render_global(res: dict, json_path: Path, doc: Path, img: Path) -> None:
              "only windowagg / only join / count / sum / avg"], "rllrrrrr", checked)),
         "subset_check": subset_check,
         "check_keys": a["check_keys"],
-    })
+    }, shared_values(res, json_path, doc, img, v))
 
 
 def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
@@ -803,7 +776,6 @@ def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     strategies = sorted({res["periods"][str(p)].get("join_strategy", "?") for p in pl})
 
     report.render_page(doc, img, v.notes, {
-        **shared_values(res, json_path, doc, img, v),
         "periods_list": ", ".join(f"{p}" for p in pl),
         "windows_list": ", ".join(f"{stats[p]['windows']:,}" for p in pl),
         "headline": hp,
@@ -861,7 +833,7 @@ def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
              "only windowagg / only join / count / sum / avg"], "rlrrrrr", checked)),
         "subset_check": any(ck.get("keys_below") is not None for _, ck in checks),
         "check_keys": a.get("check_keys"),
-    })
+    }, shared_values(res, json_path, doc, img, v))
 
 
 GLOBAL = Variant(
