@@ -10,6 +10,10 @@ of its first and last rows; ``_n``, its row count; ``_start`` and ``_end``, its 
 errors). Its Python function is a pickle the JVM writes, which calls :func:`sliced` here with the
 users' pickled functions when a Python worker loads it: the package is installed on the executors,
 as for :class:`windowagg.PythonWindows`.
+
+In streaming, each window the query emits carries the rows it holds, collected in its state (the time
+then each distinct argument, in the order they were merged); :func:`collected` gives the scalar Arrow
+UDF that calls a user's function on each window's rows in time order, many windows per Arrow batch.
 """
 
 import datetime
@@ -50,6 +54,64 @@ def sliced(
     return over_windows, schema
 
 
+def collected(command: bytes, arguments: Sequence[int], arrow: bool, time_type: str) -> Tuple[Callable, Any]:
+    """The scalar Arrow UDF and its return type for the user's function pickled in ``command``, taking
+    the collected rows' fields ``_<1 + a>`` for ``a`` in ``arguments``: over a batch of windows (each a
+    list of rows, null for the processor's rows that are no window), their bounds in ticks of
+    ``time_type`` and, where there are keys, their keys (both for errors), the function's value on each
+    window's rows in time order (pandas Series, or pyarrow Arrays with ``arrow``); null for a window
+    without rows."""
+    from pyspark.serializers import CloudPickleSerializer
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    function, return_type = _loaded(CloudPickleSerializer(), command)
+    arrow_type = to_arrow_type(return_type)
+
+    def over_windows(rows: Any, starts: Any, ends: Any, keys: Any = None) -> Any:
+        import numpy as np
+        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        fields = pc.list_flatten(rows).flatten()
+        # every window's rows together, by window and then time (a stable sort keeps the collected
+        # order among rows of one time)
+        window_of = pc.list_parent_indices(rows).to_numpy()
+        order = np.lexsort((fields[0].cast(pa.int64()).to_numpy(), window_of))
+        taken = pa.array(order, type=pa.int64())
+        begin = np.searchsorted(window_of[order], np.arange(len(rows)), "left")
+        end = np.searchsorted(window_of[order], np.arange(len(rows)), "right")
+        columns = [fields[1 + a].take(taken) for a in arguments]
+        if not arrow:
+            columns = [_numpy_or_array(c.to_pandas()) for c in columns]
+        results = []
+        for i in range(len(rows)):
+            if begin[i] == end[i]:
+                results.append(None)
+                continue
+            b, e = int(begin[i]), int(end[i])
+            values = [c.slice(b, e - b) for c in columns] if arrow else [pd.Series(c[b:e], copy=False) for c in columns]
+            try:
+                results.append(_scalar(function(*values)))
+            except Exception as error:
+                name = getattr(function, "__name__", repr(function))
+                key = "" if keys is None else f" of the key {tuple(keys[i].as_py().values())}"
+                bounds = f"from {_time(starts[i].as_py(), time_type)} to {_time(ends[i].as_py(), time_type)}"
+                raise WindowAggregateError(
+                    f"{name} failed on the window {bounds}{key}: {type(error).__name__}: {error}"
+                ) from error
+        return pa.array(results, type=arrow_type)
+
+    return over_windows, return_type
+
+
+def _numpy_or_array(series: Any) -> Any:
+    """A Series' values to slice per window: numpy's arrays slice faster than Series do."""
+    import numpy as np
+
+    return series.to_numpy() if isinstance(series.dtype, np.dtype) else series.array
+
+
 def _loaded(serializer: Any, command: bytes) -> Any:
     """A UDF's (function, return type), through the broadcast PySpark uses for a large one."""
     loaded = serializer.loads(command)
@@ -85,8 +147,7 @@ def _pandas_windows(key: Tuple, rows: Any, windows: Any, functions: List[Callabl
                        windows["_n"].to_numpy())
     # each argument's values, sliced per window into a Series of its own indexed from 0, as a grouped
     # aggregation gives a group's (numpy's arrays slice faster than Series do)
-    values = {name: rows[name].to_numpy() if isinstance(rows[name].dtype, np.dtype) else rows[name].array
-              for name in rows.columns if name.startswith("_a")}
+    values = {name: _numpy_or_array(rows[name]) for name in rows.columns if name.startswith("_a")}
     out = {"_values": windows["_values"].reset_index(drop=True)}
     for function, name, taken in zip(functions, names, arguments):
         arrays = [values[f"_a{a}"] for a in taken]

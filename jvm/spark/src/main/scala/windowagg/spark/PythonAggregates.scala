@@ -16,7 +16,7 @@ import windowagg.spark.common.{Engine, PackedRow, UnpackedRow, WindowAggError, W
 
 /**
  * Grouped-aggregate pandas and Arrow UDFs (`@pandas_udf` Series -> scalar, `arrow_udf`) over
- * windowagg windows, in batch queries.
+ * windowagg windows, in batch queries and (collected rows, [[overStreamedWindows]]) in streaming.
  *
  * Such a UDF reads all rows of a group at once, so it cannot be merged from partials. The windows
  * are computed as for any other aggregation, with a few more aggregates, and the UDFs after them, in
@@ -40,12 +40,12 @@ object PythonAggregates {
 
   /** What a pandas/Arrow aggregate UDF cannot be given over windows, refused with its name. */
   def check(ae: AggregateExpression, streaming: Boolean): Unit = {
-    val name = ae.aggregateFunction.asInstanceOf[PythonUDAF].name
-    if (streaming) {
+    val udf = ae.aggregateFunction.asInstanceOf[PythonUDAF]
+    val name = udf.name
+    if (streaming && SparkInternals.cogroupedEvaluation(udf.evalType).isEmpty) {
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE,
-        s"$name is a pandas/Arrow aggregate UDF: over windowagg windows it runs in batch queries; a streaming " +
-          "query would have to keep every open window's rows in its state, which windowagg does not do yet: use " +
-          "built-in aggregates (sum, avg, percentile_approx, collect_list, ...) or a Scala/Java Aggregator registered with functions.udaf")
+        s"$name is an iterator form of a pandas/Arrow aggregate UDF: a streaming query calls a UDF on each window's " +
+          "rows at once (Series -> scalar, or Arrow arrays -> scalar); declare it over whole Series or arrays")
     }
     if (ae.isDistinct) {
       throw WindowAggException(WindowAggError.UNSUPPORTED_AGGREGATE, s"$name(DISTINCT ...): a pandas/Arrow aggregate UDF takes no DISTINCT")
@@ -91,7 +91,7 @@ object PythonAggregates {
    * gives, with `gapColumn`) takes `udfs`, each over all of a window's rows or Storm's view of them.
    */
   def intake(udfs: Seq[(AggregateExpression, WindowView.View)], time: Attribute, engine: Engine, gapColumn: Boolean,
-      input: LogicalPlan): Intake = {
+      input: LogicalPlan, streaming: Boolean): Intake = {
     val functions = udfs.map(_._1.aggregateFunction.asInstanceOf[PythonUDAF])
     // Spark's Python aggregation is over one set of rows per window
     val byView = udfs.groupBy(_._2)
@@ -117,7 +117,8 @@ object PythonAggregates {
     // Runs read the input twice (for the windows, and for their rows), so it must give the same rows
     // both times; rows a session's gap column leaves out may sit between a session's rows; and its
     // Python side passes arguments by position only
-    val runs = engine.windowsAreRunsOfRows && !gapColumn && !input.exists(_.expressions.exists(!_.deterministic)) &&
+    // (and in streaming a window's rows are in the state; only those collected are)
+    val runs = !streaming && engine.windowsAreRunsOfRows && !gapColumn && !input.exists(_.expressions.exists(!_.deterministic)) &&
       !functions.exists(_.children.exists(_.isInstanceOf[NamedArgumentExpression]))
     SparkInternals.cogroupedEvaluation(functions.head.evalType).filter(_ => runs) match {
       case Some((cogrouped, arrow)) => Runs(time, arguments, cogrouped, arrow)
@@ -195,6 +196,34 @@ object PythonAggregates {
         Filter(EqualTo(Size(rows.output), Literal(0)), perWindow))
       (packed.toAttribute, Union(aggregated, none))
     }
+  }
+
+  /**
+   * In streaming, the UDFs' values over the windows `streamed` emits (the windowed aggregation
+   * `windows` planned through transformWithState): each row's collected rows (null for retractions
+   * and late rows) go to Python in Arrow batches, many windows per batch, where
+   * `windowagg._aggregates.collected` calls each UDF on each window's rows in time order; a window
+   * emitted early, or again as it changes, is evaluated over its rows so far.
+   */
+  def overStreamedWindows(windows: WindowAggregate, streamed: LogicalPlan, rows: Collected,
+      udfs: Seq[(AggregateExpression, Attribute)]): LogicalPlan = {
+    val collected = streamed.output.find(_.exprId == rows.output.exprId)
+      .getOrElse(throw new IllegalStateException(s"the streamed windows do not give ${rows.output}: ${streamed.output}"))
+    def streamedOf(a: Attribute): Attribute = streamed.output.find(_.exprId == a.exprId).getOrElse(a)
+    // what an error names: the window's bounds and, where there are keys, its key
+    val named = Seq(windows.windowStart, windows.windowEnd).map(b => TimeTicks(streamedOf(b))) ++
+      (if (windows.keys.isEmpty) Nil else Seq(CreateStruct(windows.keys.map(streamedOf))))
+    val values = udfs.map { case (ae, out) =>
+      val function = ae.aggregateFunction.asInstanceOf[PythonUDAF]
+      val taking = function.children.map(c => rows.arguments.indexWhere(_.semanticEquals(valueOf(c))))
+      val arrow = SparkInternals.cogroupedEvaluation(function.evalType).exists(_._2)
+      val command = pickledCall("windowagg._aggregates", "collected", Bytes(SparkInternals.pythonCommand(function)),
+        Tuple(taking.map(Int32)), Bool(arrow), Text(windows.timeColumn.windowType.typeName))
+      val udf = SparkInternals.pythonUDF(s"windowagg_windows_${function.name}", Seq(function), command, ae.dataType,
+        collected +: named, SparkInternals.ScalarArrowEvalType)
+      Alias(udf, out.name)(exprId = out.exprId)
+    }
+    Project(streamed.output ++ values, streamed)
   }
 
   /**

@@ -165,7 +165,8 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     // pandas/Arrow aggregate UDFs are computed after the windows, over each window's rows
     val (python, windowed) = aggregates.zip(aggregateOutput).partition { case ((ae, _), _) => PythonAggregates.isPython(ae) }
     val pythonIntake = if (python.isEmpty) None
-      else Some(PythonAggregates.intake(python.map(_._1), timeAttribute, Engine.of(windows), gap.isDefined, input))
+      else Some(PythonAggregates.intake(python.map(_._1), timeAttribute, Engine.of(windows), gap.isDefined, input,
+        child.isStreaming))
 
     val pythonAggregates = pythonIntake.toSeq.flatMap(_.aggregates)
 
@@ -209,9 +210,14 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
       val names = windowed.map { case ((ae, view), out) =>
         results.collectFirst { case Alias(selected: Attribute, name) if selected.exprId == out.exprId => name }
           .getOrElse(if (view == WindowView.All) ae.sql else s"${view.name}(${ae.sql})")
-      }
+      } ++ pythonAggregates.map(_ => python.map(_._1._1.aggregateFunction.asInstanceOf[PythonUDAF].name).mkString("rows for ", ", ", ""))
       val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options, names)
-      Project(results ++ streaming.output.drop(node.output.length), streaming)
+      val withPython = pythonIntake.fold[LogicalPlan](streaming) {
+        case rows: PythonAggregates.Collected =>
+          PythonAggregates.overStreamedWindows(node, streaming, rows, python.map { case ((ae, _), out) => (ae, out) })
+        case other => throw new IllegalStateException(s"a streaming aggregation takes its Python UDFs' rows collected, not $other")
+      }
+      Project(results ++ streaming.output.drop(node.output.length), withPython)
     } else {
       pythonIntake.fold[LogicalPlan](Project(results, node)) { intake =>
         PythonAggregates.plan(node, input, intake, python.map { case ((ae, _), out) => (ae, out) }, results)

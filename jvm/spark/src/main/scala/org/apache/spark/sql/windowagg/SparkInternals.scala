@@ -62,6 +62,9 @@ object SparkInternals extends AdaptiveSparkPlanHelper {
     else if (evalType == PythonEvalType.SQL_GROUPED_AGG_ARROW_UDF) Some((PythonEvalType.SQL_COGROUPED_MAP_ARROW_UDF, true))
     else None
 
+  /** The evaluation of a scalar Arrow UDF (pyarrow Arrays in, one out), in Arrow batches of rows. */
+  val ScalarArrowEvalType: Int = PythonEvalType.SQL_SCALAR_ARROW_UDF
+
   /** The pickled command of a Python UDF: its function and return type, as PySpark pickled them. */
   def pythonCommand(udf: PythonUDAF): Array[Byte] = udf.func.command.toArray
 
