@@ -3,8 +3,9 @@
     python tests/streaming_job.py INPUT OUTPUT CHECKPOINTS LOCAL_DIR
 
 Reads the JSON files of INPUT one per micro-batch (availableNow) with a watermark of 20 s and runs
-one query per window kind (state_fixtures.KINDS: every kind the streaming engine has), and sessions
-firing early (their emission policy keeps state of its own), late rows emitted. Half of the kinds
+one query per window kind (state_fixtures.KINDS: every kind the streaming engine has), sessions
+firing early (their emission policy keeps state of its own) and tumbling windows with a pandas UDF
+(each window's rows are kept in the state), late rows emitted. Half of the kinds
 write to Parquet file sinks (OUTPUT/<kind>), the others, and every kind that emits values before
 final ones, through foreachBatch, which overwrites one folder per micro-batch
 (OUTPUT/<kind>/batch_id=<id>): idempotent when a micro-batch runs again after a restart. Each query
@@ -19,13 +20,19 @@ import state_fixtures
 import streaming_support as ss
 
 WATERMARK = "20 seconds"
-KINDS = [*state_fixtures.KINDS, "session-early"]
+# kind: (the definition, from a windowagg module; emission)
+JOB_KINDS = {
+    **state_fixtures.KINDS,
+    "session-early": state_fixtures.FIXTURE_KINDS["session-early"],
+    "tumbling-pandas": (lambda w: w.TimeWindows.of("1 minute"), "final"),
+}
+KINDS = list(JOB_KINDS)
 FILE_SINK_KINDS = KINDS[0::2]
 
 
 def emits_before_final(kind):
     """Whether the kind's query emits values before a window is final (updates, early firing)."""
-    return state_fixtures.FIXTURE_KINDS[kind][1] != "final"
+    return JOB_KINDS[kind][1] != "final"
 
 
 def uses_file_sink(kind):
@@ -36,12 +43,23 @@ def query(stream, kind, streaming=True):
     """The job's query for `kind` over a streaming (or, for the expected result, batch) input."""
     import windowagg
 
-    definition, emit = state_fixtures.FIXTURE_KINDS[kind]
+    definition, emit = JOB_KINDS[kind]
     if streaming:
         grouping = windowagg.window("ts", definition(windowagg), emit=emit, late_rows="emit")
     else:
         grouping = windowagg.window("ts", definition(windowagg))
-    return stream.groupBy("k", grouping).agg(*ss.aggregates())
+    aggregates = ss.aggregates()
+    if kind == "tumbling-pandas":
+        import pandas as pd
+        from pyspark.sql.functions import pandas_udf
+
+        # a nested function: pickled by value, so that Spark's Python workers need not import this module
+        @pandas_udf("long")
+        def total(v: pd.Series) -> int:
+            return int(v.sum())
+
+        aggregates = [total("v").alias(name) if name == "sv" else a for name, a in zip(ss.AGGREGATE_NAMES, aggregates)]
+    return stream.groupBy("k", grouping).agg(*aggregates)
 
 
 def main(argv):

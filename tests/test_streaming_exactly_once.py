@@ -60,6 +60,7 @@ LATE_ROWS_BY_KIND = {
     "duration": ("duration 30 seconds every 10 seconds", True),
     "unlimited": ("unlimited", False),  # its one window never closes
     "session-early": ("session gap 20 seconds", True),
+    "tumbling-pandas": ("tumbling 1 minute", True),
 }
 
 
@@ -236,7 +237,7 @@ def late_rows_for(kind):
     """Whether job_input's late rows are late for the job's definition of `kind` (LATE_ROWS_BY_KIND)."""
     import windowagg
 
-    definition, _ = streaming_job.state_fixtures.FIXTURE_KINDS[kind]
+    definition, _ = streaming_job.JOB_KINDS[kind]
     assert kind in LATE_ROWS_BY_KIND, f"{kind}: say in LATE_ROWS_BY_KIND whether job_input's late rows are late for it"
     spec, late = LATE_ROWS_BY_KIND[kind]
     assert definition(windowagg).spec == spec, f"{kind}: the job's windows changed; read job_input's argument again"
