@@ -178,7 +178,8 @@ object StateReader {
     val expressions = analyzed.collectFirst { case a: Aggregate => a.aggregateExpressions }.getOrElse(Nil)
       .map(_.collectFirst { case ae: AggregateExpression => ae })
     if (expressions.length != sql.length || expressions.exists(_.isEmpty)) fail(s"${sql.mkString(", ")} are not all aggregates")
-    (expressions.map(_.get.aggregateFunction), expressions.map(_.get.filter.getOrElse(Literal.TrueLiteral)))
+    (expressions.map(e => StreamingWindowPlanner.evaluable(e.get.aggregateFunction).asInstanceOf[AggregateFunction]),
+      expressions.map(e => StreamingWindowPlanner.evaluable(e.get.filter.getOrElse(Literal.TrueLiteral))))
   }
 
   /** The definition recorded, resolved as the query resolved it (a table's windows read again, and checked the same). */

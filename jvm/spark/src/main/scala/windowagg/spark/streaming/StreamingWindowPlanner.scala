@@ -79,9 +79,9 @@ object StreamingWindowPlanner {
       else a
     }
     val valueAttributes = values.map(_.toAttribute)
-    val rebind: Expression => Expression = _.transform {
+    val rebind: Expression => Expression = e => evaluable(e.transform {
       case a: Attribute if a.exprId == time.exprId => eventTime
-    }
+    })
     // transformWithState needs a grouping key: without keys, every row shares one constant key
     val allRows = Alias(Literal(0), AllRowsKey)()
     val groupKeys: Seq[NamedExpression] = if (node.keys.nonEmpty) node.keys else Seq(allRows)
@@ -144,6 +144,12 @@ object StreamingWindowPlanner {
     val isFinal = if (emission.marksFinal) Seq(out(spec.isFinalOrdinal)) else Nil
     Project(named ++ late ++ retraction ++ isFinal, plan)
   }
+
+  /**
+   * `e` as the processor evaluates it, with no optimizer after it: what Spark's optimizer would
+   * replace (median by percentile, nvl by coalesce, ...) replaced.
+   */
+  def evaluable(e: Expression): Expression = e.transformUp { case replaceable: RuntimeReplaceable => replaceable.replacement }
 
   /** transformWithState with the processor of `shipped`'s spec over its rows, grouped as the spec's keying says. */
   private def withProcessor(session: SparkSession, shipped: CombineBeforeShuffle, timeMode: TimeMode, outputMode: OutputMode): LogicalPlan = {
