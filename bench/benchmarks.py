@@ -51,7 +51,7 @@ BENCHMARKS = [
     Benchmark("python-windows", "python_windows.py", "python_windows", "docs/benchmarks-python-windows.md",
               "windows a Python function assigns against the same windows in Java"),
     Benchmark("python-aggregates", "python_aggregates.py", "python_aggregates", "docs/benchmarks-python-aggregates.md",
-              "a grouped-aggregate pandas UDF over windows against window() and OVER with the same UDF"),
+              "a grouped-aggregate pandas UDF over windows against window() and OVER with the same UDF, and in streaming"),
     Benchmark("streaming", "sliding_streaming.py", "sliding_streaming", "docs/benchmarks-streaming.md",
               "streaming sliding windows against Spark's tumbling and hopping windows"),
     Benchmark("sessions", "sessions.py", "sessions", "docs/benchmarks-sessions.md",
