@@ -70,14 +70,26 @@ def run_stream(spark, aggregate, files, checkpoint=None, output_mode="append"):
     return written
 
 
+def first_time():
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("string")
+    def first_seen(ts: pd.Series) -> str:
+        return str(ts.iloc[0])  # a timestamp as Spark hands it to pandas: the session's local time, no zone
+
+    return first_seen
+
+
 def windowed(df, definition, emit="final"):
     ids_as_given, wmedian = tpa.udfs()
     return df.groupBy("k", window("ts", definition, emit=emit)).agg(
-        ids_as_given("id").alias("given"), wmedian("v", "w").alias("m"), F.count(F.lit(1)).alias("n"))
+        ids_as_given("id").alias("given"), wmedian("v", "w").alias("m"), first_time()("ts").alias("first"),
+        F.count(F.lit(1)).alias("n"))
 
 
 def as_compared(rows):
-    return sorted((r["k"], r["window"]["start"], r["window"]["end"], r["given"], r["m"], r["n"]) for r in rows)
+    return sorted((r["k"], r["window"]["start"], r["window"]["end"], r["given"], r["m"], r["first"], r["n"])
+                  for r in rows)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -122,7 +134,8 @@ def test_a_restart_keeps_the_rows_open_windows_hold(spark, tmp_path):
     first = run_stream(spark, lambda s: windowed(s, definition), files[:2], checkpoint)
     # what the checkpoint holds for the open windows: each one's rows so far, for the UDFs
     state = windowagg.read_state(spark, checkpoint)
-    assert state.columns == ["k", "window", "n", "rows for ids_as_given, wmedian", "held_rows", "next_close", "state"]
+    assert state.columns == ["k", "window", "n", "rows for ids_as_given, wmedian, first_seen", "held_rows", "next_close",
+                             "state"]
     held = state.collect()
     assert held
     for r in held:

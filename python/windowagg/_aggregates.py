@@ -54,13 +54,13 @@ def sliced(
     return over_windows, schema
 
 
-def collected(command: bytes, arguments: Sequence[int], arrow: bool, time_type: str) -> Tuple[Callable, Any]:
+def collected(command: bytes, arguments: Sequence[int], arrow: bool, time_type: str, time_zone: str) -> Tuple[Callable, Any]:
     """The scalar Arrow UDF and its return type for the user's function pickled in ``command``, taking
     the collected rows' fields ``_<1 + a>`` for ``a`` in ``arguments``: over a batch of windows (each a
     list of rows, null for the processor's rows that are no window), their bounds in ticks of
     ``time_type`` and, where there are keys, their keys (both for errors), the function's value on each
-    window's rows in time order (pandas Series, or pyarrow Arrays with ``arrow``); null for a window
-    without rows."""
+    window's rows in time order (pandas Series, timestamps in the session's ``time_zone`` without one,
+    as Spark converts them; or pyarrow Arrays with ``arrow``); null for a window without rows."""
     from pyspark.serializers import CloudPickleSerializer
     from pyspark.sql.pandas.types import to_arrow_type
 
@@ -83,7 +83,7 @@ def collected(command: bytes, arguments: Sequence[int], arrow: bool, time_type: 
         end = np.searchsorted(window_of[order], np.arange(len(rows)), "right")
         columns = [fields[1 + a].take(taken) for a in arguments]
         if not arrow:
-            columns = [_numpy_or_array(c.to_pandas()) for c in columns]
+            columns = [_numpy_or_array(_as_spark_gives(c.to_pandas(), time_zone)) for c in columns]
         results = []
         for i in range(len(rows)):
             if begin[i] == end[i]:
@@ -103,6 +103,12 @@ def collected(command: bytes, arguments: Sequence[int], arrow: bool, time_type: 
         return pa.array(results, type=arrow_type)
 
     return over_windows, return_type
+
+
+def _as_spark_gives(series: Any, time_zone: str) -> Any:
+    """A column as Spark hands it to a pandas UDF: a timestamp as the session's local time, without a zone."""
+    tz = getattr(series.dtype, "tz", None)
+    return series.dt.tz_convert(time_zone).dt.tz_localize(None) if tz is not None else series
 
 
 def _numpy_or_array(series: Any) -> Any:

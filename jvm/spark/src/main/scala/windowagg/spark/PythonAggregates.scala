@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, FlatMapCoGroupsInArrow, FlatMapCoGroupsInPandas, Filter,
   Generate, LogicalPlan, Project, Sort, Union}
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, IntegerType, LongType, StructField, StructType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
@@ -217,8 +218,10 @@ object PythonAggregates {
       val function = ae.aggregateFunction.asInstanceOf[PythonUDAF]
       val taking = function.children.map(c => rows.arguments.indexWhere(_.semanticEquals(valueOf(c))))
       val arrow = SparkInternals.cogroupedEvaluation(function.evalType).exists(_._2)
+      // a timestamp argument reaches a pandas UDF in the session's time zone, as Spark's own conversion gives it
       val command = pickledCall("windowagg._aggregates", "collected", Bytes(SparkInternals.pythonCommand(function)),
-        Tuple(taking.map(Int32)), Bool(arrow), Text(windows.timeColumn.windowType.typeName))
+        Tuple(taking.map(Int32)), Bool(arrow), Text(windows.timeColumn.windowType.typeName),
+        Text(SQLConf.get.sessionLocalTimeZone))
       val udf = SparkInternals.pythonUDF(s"windowagg_windows_${function.name}", Seq(function), command, ae.dataType,
         collected +: named, SparkInternals.ScalarArrowEvalType)
       Alias(udf, out.name)(exprId = out.exprId)
