@@ -23,6 +23,8 @@ import random
 import shutil
 import tempfile
 
+import streaming_support
+
 FIXTURES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "state")
 SCHEMA = "k string, ts timestamp, v long"
 WATERMARK = "2 minutes"
@@ -174,13 +176,11 @@ def flushes():
     return [[(FLUSH_KEY, START + datetime.timedelta(days=days), 0)] for days in (120, 240)]
 
 
-def write_input(directory, name, rows):
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, name + ".tmp"), "w") as f:
-        for k, t, v in rows:
-            ts = t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-            f.write(json.dumps({"k": k, "ts": ts, "v": v}) + "\n")
-    os.rename(os.path.join(directory, name + ".tmp"), os.path.join(directory, name + ".json"))
+def json_lines(rows):
+    """Input rows (key, time, value) as the file source reads them, a JSON line each."""
+    for k, t, v in rows:
+        ts = t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+        yield json.dumps({"k": k, "ts": ts, "v": v})
 
 
 def aggregated(df, windowagg, kind, streaming):
@@ -228,14 +228,7 @@ def run_stream(spark, windowagg, kind, checkpoint, batches):
             .option("checkpointLocation", checkpoint)
             .start()
         )
-        try:
-            for i, rows in enumerate(batches):
-                write_input(source, f"part-{i:03d}", rows)
-                query.processAllAvailable()
-        finally:
-            query.stop()
-        if query.exception() is not None:
-            raise query.exception()
+        streaming_support.feed(query, source, [json_lines(rows) for rows in batches])
     finally:
         shutil.rmtree(source, ignore_errors=True)
     return emitted

@@ -38,6 +38,24 @@ def flush_event(id_: int, days: int = 1) -> Dict[str, Any]:
     return event(id_, "flush", days * 86_400 * SECOND, 0, "flush")
 
 
+def feed(query: Any, folder: str, files: Sequence[Iterable[str]]) -> None:
+    """Gives the running `query` each of `files` (its JSON lines) as one more file of `folder`, waiting
+    until it has read each; then stops it and raises what it failed with. A file is written aside under
+    a name the file source skips (a leading dot) and moved in whole, so the query never reads one half
+    written or twice."""
+    try:
+        for i, lines in enumerate(files):
+            hidden = os.path.join(folder, f".part-{i:03d}")
+            with open(hidden, "w") as f:
+                f.writelines(line + "\n" for line in lines)
+            os.rename(hidden, os.path.join(folder, f"part-{i:03d}.json"))
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    if query.exception() is not None:
+        raise query.exception()
+
+
 def write_files(folder: str, chunks: Sequence[Sequence[Dict[str, Any]]]) -> List[str]:
     """Writes one JSON-lines file per chunk; the file source reads them in this order (one per
     micro-batch with maxFilesPerTrigger=1) as their modification times increase one second each."""

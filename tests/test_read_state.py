@@ -17,6 +17,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
 import state_fixtures as sf
+import streaming_support as ss
 import windowagg
 from windowagg import (
     CalendarWindows,
@@ -106,13 +107,7 @@ def run(spark, kind, checkpoint, batches):
         stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(source)
         query = (aggregation(stream, definition(spark), True, emit).writeStream.foreachBatch(collect)
                  .outputMode("update" if emit == "updates" else "append").option("checkpointLocation", checkpoint).start())
-        try:
-            for i, rows in enumerate(batches):
-                sf.write_input(source, f"part-{i:03d}", rows)
-                query.processAllAvailable()
-        finally:
-            query.stop()
-        assert query.exception() is None
+        ss.feed(query, source, [sf.json_lines(rows) for rows in batches])
     finally:
         shutil.rmtree(source, ignore_errors=True)
     return emitted

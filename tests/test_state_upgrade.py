@@ -85,7 +85,8 @@ def test_a_kill_during_the_first_micro_batch_after_the_upgrade_loses_and_repeats
     # one file per micro-batch, read in the order of their modification times (as Spark's file source sorts them)
     now = time.time()
     for i, rows in enumerate([second_half + late_rows(), *sf.flushes()]):
-        sf.write_input(str(tmp_path / "in"), f"part-{i:04d}", rows)
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / f"part-{i:04d}.json").write_text("".join(line + "\n" for line in sf.json_lines(rows)))
         os.utime(tmp_path / "in" / f"part-{i:04d}.json", (now + 10 * i, now + 10 * i))
 
     checkpoints = {kind: tmp_path / "checkpoints" / kind for kind in KINDS}

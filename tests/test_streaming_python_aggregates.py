@@ -10,13 +10,13 @@ as an upserting sink keeps them; a restart from the checkpoint; a UDF's error na
 
 import datetime
 import json
-import os
 import shutil
 import tempfile
 
 import pytest
 from pyspark.sql import functions as F
 
+import streaming_support as ss
 import test_python_aggregates as tpa
 import windowagg
 from windowagg import SessionWindows, TimeWindows, window
@@ -52,19 +52,8 @@ def run_stream(spark, aggregate, files, checkpoint=None, output_mode="append"):
                   .foreachBatch(lambda batch, _: written.extend(batch.where(F.col("k") != FLUSH).collect())))
         if checkpoint:
             writer = writer.option("checkpointLocation", checkpoint)
-        query = writer.start()
-        try:
-            for i, rows in enumerate(files):
-                # written aside under a name Spark skips (a leading dot), then moved in whole
-                hidden = os.path.join(source, f".part-{i:03d}")
-                with open(hidden, "w") as f:
-                    f.writelines(json.dumps(dict(zip(("id", "k", "t", "v", "w"), r))) + "\n" for r in rows)
-                os.rename(hidden, os.path.join(source, f"part-{i:03d}.json"))
-                query.processAllAvailable()
-        finally:
-            query.stop()
-        if query.exception() is not None:
-            raise query.exception()
+        ss.feed(writer.start(), source,
+                [(json.dumps(dict(zip(("id", "k", "t", "v", "w"), r))) for r in rows) for rows in files])
     finally:
         shutil.rmtree(source, ignore_errors=True)
     return written
