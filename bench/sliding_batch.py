@@ -367,39 +367,25 @@ def fmt_time(c) -> str:
     return "error"
 
 
-def cpu_median(res, c):
-    """Median CPU seconds of the benchmark process (driver JVM, which holds the local executors,
-    plus Python) over the cell's timed runs: from the cell, or matched from the runs list (the
-    results of runs before cells recorded it)."""
-    if c is None or c.get("status") != "ok":
-        return None
-    if c.get("median_cpu_s") is not None:
-        return c["median_cpu_s"]
-    cpu = []
-    for t in c["times_s"]:
-        for r in res.get("runs", []):
-            if (r["competitor"] == c["competitor"] and r["target"] == c["target"]
-                    and r["kind"] != "warm-up" and r["seconds"] == t and r.get("own_cpu") is not None):
-                cpu.append(r["own_cpu"])
-                break
-    if len(cpu) != len(c["times_s"]) or not cpu:
-        return None
-    return harness.median(cpu)
+def cpu_median(c):
+    """Median CPU seconds of the benchmark process (driver JVM, which holds the local executors, plus
+    Python) over the cell's timed runs."""
+    return c.get("median_cpu_s") if c is not None and c["status"] == "ok" else None
 
 
-def value(res, c, metric):
+def value(c, metric):
     if c is None:
         return None
-    return c.get("median_s") if metric == "wall" else cpu_median(res, c)
+    return c.get("median_s") if metric == "wall" else cpu_median(c)
 
 
-def ratio(a, b, res=None, metric="wall"):
-    return harness.ratio(value(res, a, metric), value(res, b, metric))
+def ratio(a, b, metric="wall"):
+    return harness.ratio(value(a, metric), value(b, metric))
 
 
-def lower_bound_ratio(a, b, timeout, res=None, metric="wall"):
+def lower_bound_ratio(a, b, timeout, metric="wall"):
     """a timed out: a / b is at least timeout / b (wall time only)."""
-    vb = value(res, b, "wall")
+    vb = value(b, "wall")
     if metric == "wall" and a is not None and a["status"] in ("timeout", "skipped") and vb:
         return timeout / vb
     return None
@@ -421,7 +407,7 @@ def plot(res, path: Path):
     for comp in COMPETITORS:
         cells = [(xs[t], cell(res, comp, t)) for t in xs]
         series.append(report.Series(SHORT[comp], STYLE[comp], [
-            report.Point(x, c["median_s"], cpu_median(res, c), bool(c.get("contended_runs")),
+            report.Point(x, c["median_s"], cpu_median(c), bool(c.get("contended_runs")),
                          f"{SHORT[comp]}: > {timeout:.0f} s" if c["status"] == "timeout" else None)
             for x, c in cells if c is not None and c["status"] in ("ok", "timeout")]))
     w = res["workload"]
@@ -464,8 +450,8 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                            f"{c.get('mismatches', c.get('error'))} mismatches" for c in res.get("checks") or [])
 
     def both(cx, cy):
-        wt = fmt_ratio(ratio(cx, cy, res, "wall"), lower_bound_ratio(cx, cy, timeout, res, "wall"))
-        c = ratio(cx, cy, res, "cpu")
+        wt = fmt_ratio(ratio(cx, cy, "wall"), lower_bound_ratio(cx, cy, timeout, "wall"))
+        c = ratio(cx, cy, "cpu")
         return wt if c is None else f"{wt} ({fmt_ratio(c)})"
 
     ratios = [[name, *(both(cell(res, x, t), cell(res, y, t)) for t in targets)]
@@ -486,17 +472,17 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     c_over, c_wa = cell(res, "over_range", near500), cell(res, "windowagg", near500)
     judged = {}  # the table's cells: {over,flat,floor}_{wall,cpu} and each one's _verdict
     for metric in ("wall", "cpu"):
-        r = ratio(c_over, c_wa, res, metric)
-        lb = lower_bound_ratio(c_over, c_wa, timeout, res, metric)
+        r = ratio(c_over, c_wa, metric)
+        lb = lower_bound_ratio(c_over, c_wa, timeout, metric)
         v = r if r is not None else lb
         judged[f"over_{metric}"] = f"{fmt_ratio(r, lb)} at ~{near500:,}"
         judged[f"over_{metric}_verdict"] = verdict(None if v is None else v >= 10)
-        f = ratio(wa_hi, wa_lo, res, metric)
+        f = ratio(wa_hi, wa_lo, metric)
         judged[f"flat_{metric}"] = fmt_ratio(f)
         judged[f"flat_{metric}_verdict"] = verdict(None if f is None else f <= 1.5)
         worst, measured = None, 0
         for t in targets:
-            q = ratio(cell(res, "windowagg", t), cell(res, "sort_floor", t), res, metric)
+            q = ratio(cell(res, "windowagg", t), cell(res, "sort_floor", t), metric)
             if q is not None:
                 measured += 1
                 worst = q if worst is None else max(worst, q)
@@ -528,7 +514,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "contended_retries": contended_retries,
         "cpu_table": "\n".join(report.table(
             ["competitor", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
-            [[LABELS[comp], *(report.fmt_num(cpu_median(res, cell(res, comp, t)), ".2f") for t in targets)]
+            [[LABELS[comp], *(report.fmt_num(cpu_median(cell(res, comp, t)), ".2f") for t in targets)]
              for comp in comps])),
         "ratios_table": "\n".join(report.table(["ratio", *(f"~{t:,}" for t in targets)], "l" + "r" * len(targets),
                                                 ratios)),
