@@ -15,7 +15,7 @@
               median, contended runs marked and optionally retried), cache_input
   streaming   write_batches / link_subset (Parquet files read one per micro-batch), file_stream,
               run_stream / run_stream_with_progress (one query until every file is read), state_quarters
-  results     results_path, write_json, write_csv
+  results     results_path, write_json, write_csv / write_run_csvs (the runs and micro-batches as CSV)
 
 Nothing here runs at import time; nothing here imports pyspark at import time.
 """
@@ -1044,10 +1044,26 @@ def write_json(res: dict, path: Path, indent: int = 2) -> Path:
     return path
 
 
-def write_csv(path: Path, header: str, rows: list[str]) -> Path:
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    """`rows` as CSV, a line per dict and a column per field that holds a number or a string (in the order
+    the fields first appear): the numbers of a results file, for a spreadsheet."""
+    import csv
+    columns = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, (dict, list))))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join([header, *rows]) + "\n")
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
     return path
+
+
+def write_run_csvs(json_path: Path, runs: list[dict], run_keys: tuple[str, ...]) -> None:
+    """Beside the results file: <name>.csv, a line per run, and <name>-batches.csv, a line per micro-batch
+    of each streaming run (run_stream's `batches`) after the fields `run_keys` that name its run."""
+    write_csv(json_path.with_suffix(".csv"), runs)
+    write_csv(json_path.with_name(json_path.stem + "-batches.csv"),
+              [{**{k: r.get(k) for k in run_keys}, **b} for r in runs for b in r.get("batches") or []])
+
 
 def compare_windows(left, right) -> dict:
     """windowagg's (k, start, end, s, n, a) result against the range join's, as a full outer join on

@@ -222,24 +222,8 @@ def run_streaming(spark, a, res, save):
 
 def write(res, tag):
     j = harness.write_json(res, harness.results_path("sessions", tag))
-    lines = []
-    for r in (res.get("batch") or {}).get("runs", []):
-        lines.append(f"batch,{r['competitor']},{r['kind']},{r['status'][:40]},{r['seconds']:.3f},,"
-                     f"{r['foreign_cores'] or 0:.2f},{r['loadavg_before']},{r['loadavg_after']}")
-    for r in (res.get("streaming") or {}).get("runs", []):
-        lines.append(f"streaming,{r['competitor']},{r['kind']},{r['status'][:40]},{r['processing_s']:.3f},"
-                     f"{r['events_per_s'] or 0:.0f},{r['foreign_cores'] or 0:.2f},{r['loadavg_before']},{r['loadavg_after']}")
-    harness.write_csv(j.with_suffix(".csv"), "part,competitor,kind,status,seconds_or_processing_s,events_per_s,"
-                      "foreign_cores,loadavg_before,loadavg_after", lines)
-    bl = []
-    for r in (res.get("streaming") or {}).get("runs", []):
-        for x in r["batches"]:
-            bl.append(f"{r['competitor']},{r['kind']},{x['batch']},{x['input_rows']},{x['trigger_ms']},"
-                      f"{x['state_rows']},{x['state_memory_bytes']},{x.get('state_sst_bytes', '')},"
-                      f"{x.get('state_flushed_bytes', '')},{x.get('state_commit_ms', '')},{x['output_rows']}")
-    harness.write_csv(harness.results_path("sessions", tag, "-batches.csv"),
-                      "competitor,kind,batch,input_rows,trigger_ms,state_rows,state_memory_bytes,state_sst_bytes,"
-                      "state_flushed_bytes,state_commit_ms,output_rows", bl)
+    harness.write_run_csvs(j, [{"part": part, **r} for part in ("batch", "streaming")
+                               for r in (res.get(part) or {}).get("runs", [])], ("part", "competitor", "kind"))
     return j
 
 

@@ -220,16 +220,7 @@ def check_against_over(df, size_s: int, wa: WindowAgg, keys: int) -> dict:
 
 def write_results(res: dict, tag: str) -> Path:
     path = harness.write_json(res, harness.results_path("sliding_batch", tag))
-    rows = []
-    for c in res["cells"]:
-        times = " ".join(f"{t:.3f}" for t in c["times_s"])
-        med = "" if c["median_s"] is None else f"{c['median_s']:.3f}"
-        warm = "" if c.get("warmup_s") is None else f"{c['warmup_s']:.3f}"
-        note = (c.get("note") or "").replace(",", ";").replace("\n", " ")
-        rows.append(f"{c['competitor']},{c['target']},{c['window_seconds']},{c['status']},{med},"
-                    f"{len(c['times_s'])},{times},{warm},{note}")
-    harness.write_csv(path.with_suffix(".csv"),
-                      "competitor,target_rows_per_window,window_seconds,status,median_s,n,times_s,warmup_s,note", rows)
+    harness.write_csv(path.with_suffix(".csv"), res["cells"])
     return path
 
 

@@ -276,23 +276,7 @@ def summarize(res: dict) -> None:
 
 def write_results(res: dict, tag: str) -> Path:
     jpath = harness.write_json(res, harness.results_path("sliding_streaming", tag), indent=1)
-    lines, blines = [], []
-    for r in res["runs"]:
-        sr = [b["state_rows"] for b in r["batches"]] or [0]
-        eps = "" if r["events_per_s"] is None else f"{r['events_per_s']:.0f}"
-        fc = "" if r.get("foreign_cores") is None else f"{r['foreign_cores']:.2f}"
-        lines.append(f"{r['competitor']},{r['kind']},{r.get('rep', '')},{r['status'].replace(',', ';')},{r['events']},"
-                     f"{r['micro_batches']},{r['processing_s']:.3f},{r['wall_s']:.3f},{eps},{r['output_rows']},"
-                     f"{max(sr)},{sr[-1]},{fc},{r.get('contended', '')}")
-        for b in r["batches"]:
-            blines.append(f"{r['competitor']},{r['kind']},{r.get('rep', '')},{b['batch']},{b['input_rows']},"
-                          f"{b['trigger_ms']},{b['add_batch_ms']},{b['state_rows']},{b['state_rows_updated']},"
-                          f"{b['state_rows_removed']},{b['state_memory_bytes']},{b['output_rows']},{b['watermark']}")
-    harness.write_csv(jpath.with_suffix(".csv"), "competitor,kind,rep,status,events,micro_batches,processing_s,wall_s,"
-                      "events_per_s,output_rows,state_rows_max,state_rows_last,foreign_cores,contended", lines)
-    harness.write_csv(harness.results_path("sliding_streaming", tag, "-batches.csv"),
-                      "competitor,kind,rep,batch,input_rows,trigger_ms,add_batch_ms,state_rows,state_rows_updated,"
-                      "state_rows_removed,state_memory_bytes,output_rows,watermark", blines)
+    harness.write_run_csvs(jpath, res["runs"], ("competitor", "kind", "rep"))
     return jpath
 
 
