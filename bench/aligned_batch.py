@@ -55,18 +55,6 @@ took over --long-run s); a run over --timeout s is cancelled and reported as "> 
 records wall time, own CPU (Python + driver JVM), the CPU other processes took (/proc) and the bytes
 its stages wrote to the shuffle (Spark's task metrics); runs where others took more than --contended
 cores are marked contended.
-
-Run from the repository root:   bench/run aligned --quick     (~200k rows, a few minutes)
-                                bench/run aligned             (full: 2M rows; see bench/README.md)
-Re-render the report:           .venv/bin/python bench/aligned_batch.py --report bench/results/aligned_batch-full-fused.json \
-                                    bench/results/aligned_batch-hopping-write.json
-                                (several files: later files' sections replace/add to the first's,
-                                each section shown with its own run time and git commit)
-
-The page (docs/benchmarks-aligned.md) is bench/aligned_batch_notes.md filled in: that file holds all
-of the page's prose, written by hand, with {{name}} placeholders and a {{#name}} block per input line;
-render() computes their values from the results (numbers, tables, whether the run has each input) and
-report.render_page fills it.
 """
 from __future__ import annotations
 

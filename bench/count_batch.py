@@ -42,14 +42,6 @@ lengths (its cost only grows with the length): it is reported as "> timeout" the
 "not run" (--no-skip-longer runs it anyway). Each run records wall time, own CPU (Python + driver
 JVM) and the CPU other processes took (/proc); runs where others took more than --contended cores
 are marked contended (†).
-
-The page, docs/benchmarks-count.md: all of its prose (headings, method, explanations, observations, how
-to reproduce) is bench/count_batch_notes.md, a template with {{placeholders}}; render() fills them with
-the numbers and tables of a results file (report.render_page) and draws the plot.
-
-Run from the repository root:   bench/run count --quick     (200k rows, 50 keys, a few minutes)
-                                bench/run count             (full: 4M rows, 1000 keys; renders the docs)
-Re-render the report:           .venv/bin/python bench/count_batch.py --report bench/results/count_batch-full.json
 """
 from __future__ import annotations
 

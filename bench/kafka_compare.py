@@ -34,15 +34,6 @@ event moves event time past every window of the real keys, so both systems emit 
 Per kind, the number of final windows of each system is printed next to the count expected from the
 events themselves (computed here from the CSV, by each system's definition: KIP-450 windows in Kafka's
 milliseconds and in windowagg's microseconds differ in one corner, explained in the page).
-
-Results: bench/results/kafka_compare-<tag>.json; a full run (or --docs) renders docs/benchmarks-kafka.md
-and docs/img/kafka_compare.png. The page's prose is bench/kafka_compare_notes.md: a template with
-{{placeholders}} that render_doc fills with the numbers and tables of the results (report.render_page),
-and {{#name}} blocks for the paragraphs only some results call for. Re-render from a results file:
---report bench/results/....json
-
-Run from the repository root:  bench/run kafka-compare --quick   (smoke run: 50k events, 10 keys)
-                               bench/run kafka-compare           (full run: 300k events, 1000 keys)
 """
 from __future__ import annotations
 

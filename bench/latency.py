@@ -50,9 +50,6 @@ other processes took more than --contended cores is marked contended).
 
 Results: bench/results/latency-<tag>.json; a full run (or --docs DIR) renders DIR/benchmarks-latency.md and
 DIR/img/latency.png (DIR: docs/ by default) from bench/latency_notes.md. Re-render: --report JSON [--docs DIR].
-
-Run from the repository root:  bench/run latency --quick   (1k and 10k events/s, 20 s each, sliding windows only)
-                               bench/run latency           (everything, about 30 minutes)
 """
 from __future__ import annotations
 

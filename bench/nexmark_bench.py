@@ -68,12 +68,6 @@ Cells:
   check       every Spark-side cell's output (observe(): rows, sum of num | max_price, sum of window_start
               in seconds, the flush bid's rows left out) must equal Flink's output file's: a cell that
               differs is marked FAILED, left out of the ratios, and the run exits 1.
-
-Results: bench/results/nexmark-<tag>.json; a full run (or --docs) renders docs/benchmarks-nexmark.md and
-docs/img/nexmark.png from bench/nexmark_bench_notes.md. Re-render: --report bench/results/nexmark-<tag>.json
-
-Run from the repository root:  bench/run nexmark --quick    (100k events, sizes 10k and 100k)
-                               bench/run nexmark            (1M events, sizes 10k, 100k, 1M, 2 reps; 20-40 min)
 """
 from __future__ import annotations
 

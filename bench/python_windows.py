@@ -32,13 +32,6 @@ spark.sql.execution.arrow.maxRecordsPerBatch rows: what the assignment costs wit
 transfer. Correctness, untimed, after the timed cells: python_windows and spark_builtin each against
 jvm_custom (harness.compare_windows on all keys; mismatches must be 0), and every row in exactly one
 quarter (the counts sum to the rows).
-
-The page, docs/benchmarks-python-windows.md: all of its prose is bench/python_windows_notes.md,
-filled by render() (report.render_page); the plot is docs/img/python_windows.png.
-
-Run from the repository root:   bench/run python-windows --quick   (200k rows, 100 keys; no docs)
-                                bench/run python-windows           (full: 4M rows, 1000 keys; renders the docs)
-Re-render the report:           .venv/bin/python bench/python_windows.py --report bench/results/python_windows-full.json
 """
 from __future__ import annotations
 

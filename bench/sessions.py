@@ -26,8 +26,6 @@ Results: bench/results/sessions-<tag>.json, sessions-<tag>.csv, sessions-<tag>-b
 docs/benchmarks-sessions.md is written by hand from them; --report draws its plot
 (docs/img/sessions_<tag>.png: batch times per run and median, streaming state rows per micro-batch)
 and prints its tables.
-Run:         .venv/bin/python bench/sessions.py [--quick]
-Plot/tables: .venv/bin/python bench/sessions.py --report bench/results/sessions-full.json
 """
 from __future__ import annotations
 

@@ -19,15 +19,6 @@ exceeds --timeout seconds is cancelled and reported as "timed out > N s"; that c
 not tried at larger S (its cost only grows with S). Each run also records the CPU seconds of this
 benchmark's processes and of all other processes on the machine (from /proc), so that runs which
 shared the 2 cores with someone else's work are visible. Cells run targets-first (see --order).
-
-Results go to bench/results/sliding_batch-<tag>.json and .csv after every measurement (a partial
-run keeps what it measured); a full run then renders docs/benchmarks.md and its plot. The page's
-prose, all of it, is bench/sliding_batch_notes.md: a template with {{placeholders}} that render()
-fills with the numbers and tables computed from the results (report.render_page).
-
-Run from the repository root:  bench/run sliding-batch --quick     (smoke run, ~200k rows)
-                               bench/run sliding-batch             (full run: 4M rows, 1000 keys)
-Re-render the page:            .venv/bin/python bench/sliding_batch.py --report bench/results/sliding_batch-full.json
 """
 from __future__ import annotations
 

@@ -25,18 +25,6 @@ run (from /proc); runs above `--contended` cores are marked.
 
 With `--profile`, one more windowagg run is recorded with Java Flight Recorder (jcmd on the driver
 JVM; local mode runs the tasks there) and the hottest frames of the executor threads are summed up.
-
-Results: bench/results/sliding_streaming-<tag>.json, .csv (one row per run) and -batches.csv (one
-row per micro-batch); a full run (or --docs) renders docs/benchmarks-streaming.md and
-docs/img/sliding_streaming.png. Re-render from a results file: --report bench/results/....json
-The page's prose is in bench/sliding_streaming_notes.md, a template with {{placeholders}} that this
-script fills with the numbers and tables of the results (report.render_page); the paragraphs only
-some results call for (the cost ratios, the profile) are {{#name}} blocks there, chosen here.
-The session, the runs' measurement and the result files are bench/harness.py's; the page's pieces
-and plot helpers bench/report.py's.
-
-Run from the repository root:  bench/run streaming --quick    (smoke run, 200k rows, a few minutes)
-                               bench/run streaming            (full run: 2M rows, 1000 keys)
 """
 from __future__ import annotations
 

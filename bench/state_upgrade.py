@@ -32,12 +32,6 @@ untimed sequences of each checkpoint first, then --reps timed ones, alternating 
 Reported: the first micro-batch after the restart and the later ones, upgraded (0.3.0's checkpoint)
 against native (this checkout's), and their ratios; rows per micro-batch and watermarks are checked
 to be identical in both.
-
-Results: bench/results/state_upgrade-<tag>.json; a full run (or --docs) renders docs/benchmarks-state.md
-and docs/img/state_upgrade.png from bench/state_upgrade_notes.md. Re-render: --report JSON.
-
-Run from the repository root:  bench/run state-upgrade --quick   (2,000 keys, a few minutes)
-                               bench/run state-upgrade           (100,000 keys)
 """
 from __future__ import annotations
 

@@ -60,11 +60,6 @@ with {{placeholders}} that render_global and render_per_key fill with the number
 results file (report.render_page); the plots are docs/img/table_windows.png and
 docs/img/table_windows_per_key.png. --report renders the page of the results file's own variant
 (its "benchmark" field), with or without --per-key.
-
-Run from the repository root:   bench/run table-windows[-per-key] --quick   (200k events, 100 keys, a few minutes)
-                                bench/run table-windows[-per-key]           (full: 4M events, 1000 keys; renders the docs)
-Re-render the report:           .venv/bin/python bench/table_windows.py --report bench/results/table_windows-full.json
-                                .venv/bin/python bench/table_windows.py --report bench/results/table_windows_per_key-full.json
 """
 from __future__ import annotations
 
