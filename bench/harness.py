@@ -935,13 +935,69 @@ def jit_compile_s(spark) -> float:
     return jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime() / 1000.0
 
 
+def wait_for_batches(q, expected_batches: int, timeout: float, *, poll: float = 0.2, trailing_wait: float = 20.0,
+                     on_progress: Callable[[int], None] | None = None) -> str:
+    """Waits until the streaming query `q` has read `expected_batches` data micro-batches and the trailing
+    no-data micro-batch (the last watermark move) is done: "ok", or "ok (no trailing micro-batch)" when none
+    came within `trailing_wait` s; "timeout" after `timeout` s; "error: ..." when the query failed.
+    `on_progress(n)` is called whenever n progress reports have been seen. Every `poll` s it reads only each
+    new micro-batch's input rows through Py4J: the whole progress as JSON at every look would cost a good part
+    of a core after ~90 micro-batches, inside the CPU measured."""
+    jq = q._jsq
+    seen, data, last_rows = 0, 0, None
+    t0 = last_data_seen = time.perf_counter()
+    while True:
+        exc = jq.exception()
+        if exc.isDefined():
+            return f"error: {str(exc.get().getMessage()).splitlines()[0][:300]}"
+        progress = jq.recentProgress()
+        if len(progress) > seen:
+            for i in range(seen, len(progress)):
+                last_rows = progress[i].numInputRows()
+                data += last_rows > 0
+            seen = len(progress)
+            if on_progress is not None:
+                on_progress(seen)
+        read_all = data >= expected_batches
+        if read_all and last_rows == 0 and seen > data:
+            return "ok"
+        if read_all and time.perf_counter() > last_data_seen + trailing_wait:
+            return "ok (no trailing micro-batch)"
+        if not read_all:
+            last_data_seen = time.perf_counter()
+        if time.perf_counter() > t0 + timeout:
+            return "timeout"
+        time.sleep(poll)
+
+
+def batch_of(p: dict) -> dict:
+    """What a micro-batch's progress (as a dict) says of it: input, durations, state, output, watermark."""
+    ops = p.get("stateOperators") or []
+    custom = [op.get("customMetrics") or {} for op in ops]
+    return {
+        "batch": p["batchId"],
+        "input_rows": p["numInputRows"],
+        "trigger_ms": p["durationMs"].get("triggerExecution", 0),
+        "add_batch_ms": p["durationMs"].get("addBatch", 0),
+        "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
+        "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
+        "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
+        "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
+        "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
+        # RocksDB's files: the state's bytes on disk, and what this micro-batch's commit flushed
+        "state_sst_bytes": sum(c.get("rocksdbSstFileSize", 0) for c in custom),
+        "state_flushed_bytes": sum(c.get("rocksdbTotalBytesWrittenByFlush", 0) for c in custom),
+        "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
+        "watermark": (p.get("eventTime") or {}).get("watermark"),
+        "operator": ",".join(str(op.get("operatorName")) for op in ops),
+    }
+
+
 def run_stream_with_progress(spark, df, name: str, checkpoint: Path, expected_batches: int, timeout: float,
                              meter: CpuMeter, on_start: Callable[[], None] | None = None) -> tuple[dict, list]:
     """run_stream, and the query's progress (a dict per micro-batch, observed metrics included); `on_start`
-    is called just before the query starts, after the garbage collection that precedes it. The wait
-    reads only each new micro-batch's input rows through Py4J every 0.2 s (the whole progress as JSON at
-    every look would cost a good part of a core after ~90 micro-batches, inside the CPU measured); the whole
-    progress is read once, after the query stopped and the CPU was sampled."""
+    is called just before the query starts, after the garbage collection that precedes it. The whole
+    progress is read once, after the query stopped and the CPU was sampled (wait_for_batches reads little)."""
     shutil.rmtree(checkpoint, ignore_errors=True)
     spark.sparkContext._jvm.System.gc()
     jit0 = jit_compile_s(spark)
@@ -953,58 +1009,16 @@ def run_stream_with_progress(spark, df, name: str, checkpoint: Path, expected_ba
          .format("noop").outputMode("append")
          .option("checkpointLocation", str(checkpoint))
          .start())
-    jq = q._jsq
-    status, seen, data, last_rows, last_data_seen = "ok", 0, 0, None, t0
     try:
-        deadline = t0 + timeout
-        while True:
-            exc = jq.exception()
-            if exc.isDefined():
-                status = f"error: {str(exc.get().getMessage()).splitlines()[0][:300]}"
-                break
-            progress = jq.recentProgress()
-            for i in range(seen, len(progress)):
-                last_rows = progress[i].numInputRows()
-                data += last_rows > 0
-            seen = len(progress)
-            read_all = data >= expected_batches
-            if read_all and last_rows == 0 and seen > data:  # the trailing no-data micro-batch is done
-                break
-            if read_all and time.perf_counter() > last_data_seen + 20:  # no trailing batch came
-                break
-            if not read_all:
-                last_data_seen = time.perf_counter()
-            if time.perf_counter() > deadline:
-                status = "timeout"
-                break
-            time.sleep(0.2)
+        status = wait_for_batches(q, expected_batches, timeout)
+        status = "ok" if status.startswith("ok") else status  # without a trailing micro-batch: every file was read
         wall = time.perf_counter() - t0
     finally:
         q.stop()
     c = CpuMeter.between(s0, meter.sample(), time.perf_counter() - t0)
     jit = jit_compile_s(spark) - jit0
     progress = q.recentProgress  # after the CPU sample: reading it is not the query's work
-    batches = []
-    for p in progress:
-        ops = p.get("stateOperators") or []
-        batches.append({
-            "batch": p["batchId"],
-            "input_rows": p["numInputRows"],
-            "trigger_ms": p["durationMs"].get("triggerExecution", 0),
-            "add_batch_ms": p["durationMs"].get("addBatch", 0),
-            "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
-            "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
-            "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
-            "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
-            "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
-            # RocksDB's files: the state's bytes on disk, and what this micro-batch's commit flushed
-            "state_sst_bytes": sum((op.get("customMetrics") or {}).get("rocksdbSstFileSize", 0) for op in ops),
-            "state_flushed_bytes": sum((op.get("customMetrics") or {}).get("rocksdbTotalBytesWrittenByFlush", 0)
-                                       for op in ops),
-            "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
-            "watermark": (p.get("eventTime") or {}).get("watermark"),
-            "operator": ",".join(str(op.get("operatorName")) for op in ops),
-        })
+    batches = [batch_of(p) for p in progress]
     events = sum(b["input_rows"] for b in batches)
     proc_ms = sum(b["trigger_ms"] for b in batches)
     return {

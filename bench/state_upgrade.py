@@ -63,7 +63,6 @@ VARIANTS = ["upgraded", "native"]  # 0.3.0's checkpoint restarted on this checko
 READ_TARGET = 2.0  # read_state's time under this many times the state reader's alone (issue 52)
 # read_state; the state reader alone, one variable at a time (summed: the target's measure); the same reads in one job
 READ_MEASURES = ["read_state", "state_reader", "state_reader_one_job"]
-SCHEMA = "k INT, ts TIMESTAMP, v DOUBLE"
 
 
 # --------------------------------------------------------------------------------------- args
@@ -160,63 +159,14 @@ def aggregation(windowagg, df, a, streaming: bool):
     return df.groupBy("k", grouping).agg(F.sum("v").alias("total"), F.count(F.lit(1)).alias("n"))
 
 
-def stream_of(spark, folder: Path):
-    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(folder))
-
-
 def progress_rows(p: dict) -> dict:
-    """What a micro-batch's progress (as a dict) tells this benchmark."""
-    ops = p.get("stateOperators") or []
-    custom = [op.get("customMetrics") or {} for op in ops]
-    return {
-        "batch": p["batchId"],
-        "input_rows": p["numInputRows"],
-        "trigger_ms": p["durationMs"].get("triggerExecution", 0),
-        "duration_ms": dict(p["durationMs"]),
-        "output_rows": (p.get("sink") or {}).get("numOutputRows", -1),
-        "watermark": (p.get("eventTime") or {}).get("watermark"),
-        "state_rows": sum(op.get("numRowsTotal", 0) for op in ops),
-        "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in ops),
-        "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in ops),
-        "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in ops),
-        "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
-        "timers_registered": sum(c.get("numRegisteredTimers", 0) for c in custom),
-        "timers_deleted": sum(c.get("numDeletedTimers", 0) for c in custom),
-        "timers_expired": sum(c.get("numExpiredTimers", 0) for c in custom),
-        "state_sst_bytes": sum(c.get("rocksdbSstFileSize", 0) for c in custom),
-    }
-
-
-def wait_stream(q, expected: int, timeout: float, on_progress=None) -> str:
-    """Polls query `q` until it has run `expected` micro-batches with data and the trailing one without
-    data is done; `on_progress(n)` is called when n progress reports have been seen. Returns a status."""
-    jq = q._jsq
-    seen, data, last_rows = 0, 0, None
-    t0 = time.perf_counter()
-    last_data_seen = t0
-    while True:
-        exc = jq.exception()
-        if exc.isDefined():
-            return f"error: {str(exc.get().getMessage()).splitlines()[0][:500]}"
-        progress = jq.recentProgress()
-        n = len(progress)
-        if n > seen:
-            for i in range(seen, n):
-                last_rows = progress[i].numInputRows()
-                data += last_rows > 0
-            seen = n
-            if on_progress is not None:
-                on_progress(n)
-        read_all = data >= expected
-        if read_all and last_rows == 0 and seen > data:
-            return "ok"
-        if read_all and time.perf_counter() > last_data_seen + 30:
-            return "ok (no trailing micro-batch)"
-        if not read_all:
-            last_data_seen = time.perf_counter()
-        if time.perf_counter() > t0 + timeout:
-            return "timeout"
-        time.sleep(0.1)
+    """What a micro-batch's progress (as a dict) tells this benchmark: harness.batch_of, each step's
+    duration, and the timers windowagg's operator registered, deleted and saw expire."""
+    custom = [op.get("customMetrics") or {} for op in p.get("stateOperators") or []]
+    return {**harness.batch_of(p), "duration_ms": dict(p["durationMs"]),
+            "timers_registered": sum(c.get("numRegisteredTimers", 0) for c in custom),
+            "timers_deleted": sum(c.get("numDeletedTimers", 0) for c in custom),
+            "timers_expired": sum(c.get("numExpiredTimers", 0) for c in custom)}
 
 
 # -------------------------------------------------------------------------------- the writers
@@ -242,13 +192,13 @@ def write_checkpoint(a) -> int:
     spark = windowagg.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     files = sorted(Path(a.input).glob("*.parquet"))
-    q = (aggregation(windowagg, stream_of(spark, Path(a.input)), a, True)
+    q = (aggregation(windowagg, harness.file_stream(spark, Path(a.input)), a, True)
          .select("k", "window.start", "window.end", "total", "n")
          .writeStream.format("parquet").option("path", a.emitted).option("checkpointLocation", a.write_checkpoint)
          .outputMode("append").start())
     t0 = time.perf_counter()
     try:
-        status = wait_stream(q, len(files), a.timeout)
+        status = harness.wait_for_batches(q, len(files), a.timeout, trailing_wait=30.0)
     finally:
         q.stop()
     wall = time.perf_counter() - t0
@@ -378,7 +328,7 @@ def read_check(spark, windowagg, a, checkpoint: Path, source: Path, emitted: Pat
     rows fed so far, minus the windows the query emitted; full outer join on (k, start, end)."""
     from pyspark.sql import functions as F
 
-    fed = spark.read.schema(SCHEMA).parquet(str(source))
+    fed = spark.read.schema(harness.STREAM_SCHEMA).parquet(str(source))
     batch = aggregation(windowagg, fed, a, False).select("k", "window.start", "window.end", "total", "n")
     out = spark.read.parquet(str(emitted)).select("k", "start", "end")
     expected = batch.join(out, ["k", "start", "end"], "left_anti")
@@ -489,11 +439,12 @@ def restart(spark, windowagg, a, meter, variant: str, checkpoint: Path, source: 
     samples = []
     s0 = meter.sample()
     t0 = time.perf_counter()
-    q = (aggregation(windowagg, stream_of(spark, source), a, True)
+    q = (aggregation(windowagg, harness.file_stream(spark, source), a, True)
          .writeStream.queryName(f"bench_state_{variant}_{int(time.time() * 1000)}").format("noop")
          .outputMode("append").option("checkpointLocation", str(checkpoint)).start())
     try:
-        status = wait_stream(q, batches, a.timeout, lambda n: samples.append((n, meter.sample(), time.perf_counter())))
+        status = harness.wait_for_batches(q, batches, a.timeout, poll=0.1, trailing_wait=30.0,
+                                          on_progress=lambda n: samples.append((n, meter.sample(), time.perf_counter())))
     finally:
         q.stop()
     wall = time.perf_counter() - t0
