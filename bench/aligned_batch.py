@@ -114,25 +114,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--session-keys", type=int, help="sessions regression keys (default 1000; quick 100)")
     p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma separated subset of {','.join(SECTIONS)}")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness joins")
-    p.add_argument("--reps", type=int, help="timed runs per cell after one warm-up (default 3; quick 2)")
-    p.add_argument("--timeout", type=float, help="seconds per run before it is cancelled (default 300; quick 120)")
     p.add_argument("--hop-timeout", type=float,
                    help="timeout of Spark's hopping cells, which copy every row 360 times (default 900; quick 120)")
     p.add_argument("--hop-check-keys", type=int, default=1,
                    help="keys (k < N) of the hopping correctness join, whose Spark side is slow (default 1)")
     p.add_argument("--hop-sub-keys", type=int,
                    help="keys (k < N) of the hopping subset cells, where Spark finishes (default: a tenth of --keys)")
-    p.add_argument("--long-run", type=float, default=60.0,
-                   help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one "
-                        "timed run (60)")
-    harness.add_contention_args(p)
-    harness.add_session_args(p)
-    harness.add_output_args(p, DOC.name, several_reports=True)
+    batch = harness.add_batch_args(p, DOC.name, reps=(3, 2), timeout=(300.0, 120.0), several_reports=True)
     a = p.parse_args(argv)
     harness.defaults(a, rows=(2_000_000, 200_000), keys=(100, 10), cal_rows=(4_000_000, 200_000),
                      cal_keys=(100, 5), write_rows=(1_000_000, 100_000), write_keys=(1000, 100), sliding_rows=(4_000_000, 200_000), sliding_keys=(1000, 50),
-                     session_rows=(4_000_000, 200_000), session_keys=(1000, 100), reps=(3, 2),
-                     timeout=(300.0, 120.0), hop_timeout=(900.0, 120.0))
+                     session_rows=(4_000_000, 200_000), session_keys=(1000, 100),
+                     hop_timeout=(900.0, 120.0), **batch)
     a.dense_rows = a.dense_rows or a.rows
     a.cum_rows = a.cum_rows or a.rows
     a.cum_keys = a.cum_keys or a.keys

@@ -104,18 +104,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--check-keys", type=int, default=20,
                    help="the correctness check runs on the keys k < N (default 20)")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
-    p.add_argument("--reps", type=int, help="timed runs per cell after one warm-up (default 3; quick 2)")
-    p.add_argument("--timeout", type=float, help="seconds per run before it is cancelled (default 600; quick 120)")
-    p.add_argument("--long-run", type=float, default=60.0,
-                   help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one "
-                        "timed run (60)")
     p.add_argument("--no-skip-longer", dest="skip_longer", action="store_false",
                    help="run an OVER competitor at longer lengths even after it timed out at a shorter one")
-    harness.add_contention_args(p)
-    harness.add_session_args(p)
-    harness.add_output_args(p, DOC.name)
+    batch = harness.add_batch_args(p, DOC.name, reps=(3, 2), timeout=(600.0, 120.0))
     a = p.parse_args(argv)
-    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 50), reps=(3, 2), timeout=(600.0, 120.0))
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 50), **batch)
     a.lengths = sorted({int(x) for x in a.lengths.split(",") if x.strip()})
     if not a.lengths or min(a.lengths) < 1:
         p.error("--lengths: positive integers")

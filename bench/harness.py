@@ -1,6 +1,7 @@
 """The one harness of every benchmark in bench/: what a benchmark file does not hold itself.
 
-  flags       add_session_args, add_contention_args, add_output_args: the flags the benchmarks share;
+  flags       add_session_args, add_contention_args, add_output_args: the flags the benchmarks share
+              (add_batch_args: a batch benchmark's, with them);
               defaults(a, name=(full, quick)): sizes that depend on --quick; subset(): a checked list
   session     windowagg_jar (the one jar of every benchmark), build_session (that jar as a private
               copy, the extension, RocksDB state for streaming), start (session + the results'
@@ -112,6 +113,22 @@ def add_output_args(p, page: str | None, *, several_reports: bool = False) -> No
                             "replace or add to the first's and keep their own run time and git commit")
     else:
         p.add_argument("--report", metavar="JSON", help="only re-render from this results file")
+
+
+def add_batch_args(p, page: str | None, *, reps: tuple[int, int], timeout: tuple[float, float],
+                   several_reports: bool = False) -> dict:
+    """The flags of a batch benchmark (cells timed by `measure`): --reps, --timeout and --long-run, then the
+    contention, session and output flags. Returns the (full, quick) defaults of --reps and --timeout, for
+    `defaults`."""
+    p.add_argument("--reps", type=int, help=f"timed runs per cell after one warm-up (default {reps[0]}; quick {reps[1]})")
+    p.add_argument("--timeout", type=float,
+                   help=f"seconds per run before it is cancelled (default {timeout[0]:g}; quick {timeout[1]:g})")
+    p.add_argument("--long-run", type=float, default=60.0,
+                   help="a cell whose warm-up took longer than this many seconds gets one timed run (60)")
+    add_contention_args(p)
+    add_session_args(p)
+    add_output_args(p, page, several_reports=several_reports)
+    return {"reps": reps, "timeout": timeout}
 
 
 def defaults(a, **sizes: tuple) -> None:

@@ -105,15 +105,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="the jar of windowagg.examples.FiscalQuarters, added to spark.jars as a private copy "
                         "(default $WINDOWAGG_EXAMPLES_JAR, else jvm/examples/target/windowagg-examples-0.4.0.jar)")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
-    p.add_argument("--reps", type=int, help="timed runs per cell after one warm-up (default 5; quick 2)")
-    p.add_argument("--timeout", type=float, help="seconds per run before it is cancelled (default 600; quick 120)")
-    p.add_argument("--long-run", type=float, default=60.0,
-                   help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one timed run (60)")
-    harness.add_contention_args(p)
-    harness.add_session_args(p)
-    harness.add_output_args(p, DOC.name)
+    batch = harness.add_batch_args(p, DOC.name, reps=(5, 2), timeout=(600.0, 120.0))
     a = p.parse_args(argv)
-    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(5, 2), timeout=(600.0, 120.0))
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), **batch)
     return a
 
 

@@ -76,29 +76,21 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="events per second per key (default 10, so 10 rows/window is S = 1 s)")
     p.add_argument("--points", default="10,100,500,1500",
                    help="target mean rows per window, comma separated (default 10,100,500,1500)")
-    p.add_argument("--reps", type=int, help="timed repetitions per cell after one warm-up (default 3; quick 2)")
-    p.add_argument("--timeout", type=float,
-                   help="seconds allowed for one run before it is cancelled (default 300; quick 120)")
-    p.add_argument("--long-run", type=float, default=60.0,
-                   help="if the warm-up of a cell took longer than this many seconds, take only one timed "
-                        "repetition (run-to-run noise is then negligible; reported as n=1)")
-    harness.add_contention_args(p)
     p.add_argument("--competitors", default=",".join(COMPETITORS),
                    help=f"comma separated subset of {','.join(COMPETITORS)}")
     p.add_argument("--order", choices=["targets-first", "points"], default="targets-first",
                    help="targets-first (default): first the cells the issue's targets need (windowagg and the "
                         "floor at every point, OVER RANGE default near 500 rows/window), then the rest point "
                         "by point; points: point by point")
-    harness.add_session_args(p)
     p.add_argument("--aqe-coalesce", action="store_true",
                    help="leave AQE's shuffle-partition coalescing on (default: off, so that every competitor "
                         "runs exactly --shuffle-partitions reduce tasks)")
     p.add_argument("--check", action="store_true",
                    help="before timing, check windowagg's left windows against OVER RANGE on a few keys")
     p.add_argument("--ui", action="store_true", help="keep the Spark UI on (port 4040) to inspect plans")
-    harness.add_output_args(p, DOC.name)
+    batch = harness.add_batch_args(p, DOC.name, reps=(3, 2), timeout=(300.0, 120.0))
     a = p.parse_args(argv)
-    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 50), reps=(3, 2), timeout=(300.0, 120.0))
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 50), **batch)
     a.points = [int(x) for x in a.points.split(",") if x.strip()]
     a.competitors = harness.subset(p, a.competitors, COMPETITORS, "competitor")
     return a

@@ -164,18 +164,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
     p.add_argument("--no-df", dest="df_api", action="store_false",
                    help="skip the Python-API cell (windowagg.TableWindows.of(df)) at the headline size")
-    p.add_argument("--reps", type=int, help="timed runs per cell after one warm-up (default 3; quick 2)")
-    p.add_argument("--timeout", type=float, help="seconds per run before it is cancelled (default 900; quick 120)")
-    p.add_argument("--long-run", type=float, default=60.0,
-                   help="a cell whose warm-up took longer than this gets no more runs: the warm-up is its one "
-                        "timed run (60)")
     p.add_argument("--no-skip-longer", dest="skip_longer", action="store_false",
                    help="run the range join at larger sizes even after it timed out at a smaller one")
-    harness.add_contention_args(p)
-    harness.add_session_args(p)
-    harness.add_output_args(p, "benchmarks-table-windows[-per-key].md")
+    batch = harness.add_batch_args(p, "benchmarks-table-windows[-per-key].md", reps=(3, 2), timeout=(900.0, 120.0))
     a = p.parse_args(argv)
-    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(3, 2), timeout=(900.0, 120.0))
+    harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), **batch)
     a.sizes = sizes_arg(p, "--periods", a.periods) if a.per_key else sizes_arg(p, "--windows", a.windows)
     if a.days <= 0:
         p.error("--days: positive")
