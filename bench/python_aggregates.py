@@ -26,7 +26,27 @@ micro-batch (watermark 1 minute), tumbling 10 minutes into the noop sink, the me
   streaming_builtin   Spark's median(v), merged from partials in the state
 
 Per streaming cell: one warm-up run, --reps runs; events/s = events / the micro-batches' processing
-time (harness.run_stream). Untimed check: both medians equal per window in batch over the same rows.
+time (harness.run_stream: the sum of their triggerExecution, the session's start and the query's start
+and stop left out). Untimed check: both medians equal per window in batch over the same rows.
+
+With --with-flink, the same rows (read back from the Parquet files, in their order) as one CSV file
+(k, epoch seconds, v) through PyFlink (python_aggregates_flink.py, run by --flink-python, .venv-flink's,
+which bench/nexmark/setup-flink makes), streaming mode, parallelism --flink-parallelism (2), a watermark
+of 1 minute, tumbling 10 minutes per key, into the blackhole sink; one process (one JVM, its start left
+out) per state backend of --flink-backends (hashmap, rocksdb), cells --flink-cells:
+
+  flink_pandas        the same median as a pandas UDAF (@udaf(func_type="pandas")) over
+                      GROUP BY k, TUMBLE(ts, ...): the TUMBLE window table function refuses a pandas
+                      UDAF in streaming ("Pandas UDAFs are not supported in streaming mode currently")
+  flink_builtin       PERCENTILE(v, 0.5) over the TUMBLE window table function
+  flink_builtin_group PERCENTILE(v, 0.5) over the pandas UDAF's GROUP BY TUMBLE (its operator)
+
+Per Flink cell: one warm-up run over the windowagg warm-up's rows, 3 runs over an empty input (the job's
+fixed cost: mini-cluster, deployment, the Python workers' start, finish; the median of the last 2),
+--reps runs; events/s = events / (the job's wall - that fixed cost), the counterpart of windowagg's
+micro-batches' time, and events / the job's wall (events_per_s_job). Untimed: one more run into CSV
+files, whose (k, start, end, median) must equal windowagg's pandas UDF's per window in batch within
+1e-12 (Flink fires each key's last window at the input's end too; windowagg's stays open in the stream).
 
 The sliding cells run on --sliding-rows rows (Spark's bounded frame calls the UDF once per row).
 Per cell: one warm-up, --reps timed runs, median wall (harness.measure); per sliding cell also its
@@ -39,6 +59,9 @@ and prints the table of docs/benchmarks-python-aggregates.md, which is written b
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,6 +81,13 @@ STREAM_CELLS = {
     "streaming_pandas": "windowagg tumbling 10 minutes, pandas UDF median",
     "streaming_builtin": "windowagg tumbling 10 minutes, Spark's median",
 }
+FLINK_CELLS = {
+    "flink_pandas": "PyFlink GROUP BY TUMBLE 10 minutes, pandas UDAF median",
+    "flink_builtin": "Flink TUMBLE 10 minutes (window TVF), PERCENTILE(v, 0.5)",
+    "flink_builtin_group": "Flink GROUP BY TUMBLE 10 minutes, PERCENTILE(v, 0.5)",
+}
+FLINK_BACKENDS = ["hashmap", "rocksdb"]
+FLINK_PYTHON = Path(os.environ.get("FLINK_VENV") or BENCH_DIR.parent / ".venv-flink") / "bin" / "python"
 STEP_S = 30  # each key's rows 30 s apart
 START_S = 1_699_920_000  # a day's start (UTC)
 
@@ -70,6 +100,15 @@ def parse_args(argv=None):
     p.add_argument("--stream-rows", type=int, help="rows of the streaming cells (default 1,000,000)")
     p.add_argument("--stream-files", type=int, default=10, help="files of the streaming input, one per micro-batch")
     p.add_argument("--streaming-only", action="store_true", help="the streaming cells alone")
+    p.add_argument("--with-flink", action="store_true",
+                   help="the streaming cells on PyFlink too: its pandas UDAF and built-in PERCENTILE over the same rows")
+    p.add_argument("--flink-python", default=str(FLINK_PYTHON),
+                   help="the Python of PyFlink's virtualenv (bench/nexmark/setup-flink makes it)")
+    p.add_argument("--flink-cells", default=",".join(FLINK_CELLS), help=f"subset of {','.join(FLINK_CELLS)}")
+    p.add_argument("--flink-backends", default=",".join(FLINK_BACKENDS),
+                   help="Flink state backends, one Flink process each (hashmap,rocksdb)")
+    p.add_argument("--flink-parallelism", type=int, default=2)
+    p.add_argument("--flink-timeout", type=float, default=3600.0, help="seconds per Flink process (3600)")
     p.add_argument("--keys", type=int, default=1000)
     p.add_argument("--reps", type=int)
     p.add_argument("--timeout", type=float, default=1800.0)
@@ -78,6 +117,10 @@ def parse_args(argv=None):
     a = p.parse_args(argv)
     harness.defaults(a, rows=(2_000_000, 100_000), sliding_rows=(200_000, 20_000), stream_rows=(1_000_000, 50_000),
                      reps=(3, 1))
+    a.flink_cells = harness.subset(p, a.flink_cells, list(FLINK_CELLS), "Flink cell")
+    a.flink_backends = harness.subset(p, a.flink_backends, FLINK_BACKENDS, "Flink state backend")
+    if a.with_flink and not a.report and not Path(a.flink_python).exists():
+        p.error(f"--flink-python {a.flink_python} does not exist (run bench/nexmark/setup-flink)")
     return a
 
 
@@ -148,7 +191,107 @@ def run_streaming(spark, a, res, save) -> None:
                                              | F.col("p").isNull() | F.col("m").isNull()).count()}
     log(f"streaming check: {s['check']}")
     save()
+    if a.with_flink:
+        run_flink(spark, a, files, work, pandas_median, s, save)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def write_flink_csv(files: list[Path], path: Path) -> int:
+    """The (k, ts, v) rows of the Parquet `files`, in order, as one CSV file without a header: k, the time
+    in epoch seconds, v (Arrow writes a double's shortest exact form). Returns the rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    schema = pa.schema([("k", pa.int32()), ("t", pa.int64()), ("v", pa.float64())])
+    rows = 0
+    with pcsv.CSVWriter(str(path), schema, write_options=pcsv.WriteOptions(include_header=False)) as w:
+        for f in files:
+            t = pq.read_table(f, columns=["k", "ts", "v"])
+            seconds = pc.cast(pc.cast(t["ts"], pa.timestamp("s")), pa.int64())  # safe cast: whole seconds
+            w.write_table(pa.table([t["k"].cast(pa.int32()), seconds, t["v"]], schema=schema))
+            rows += t.num_rows
+    return rows
+
+
+def run_flink(spark, a, files: list[Path], work: Path, pandas_median, s: dict, save) -> None:
+    """The PyFlink cells: per state backend one python_aggregates_flink.py process over the rows of `files`
+    (warm-up: the first 2, as windowagg's); each cell's events/s, and its output checked against windowagg's
+    pandas UDF in batch (`pandas_median`: k, window, p)."""
+    from pyspark.sql import functions as F
+    csv, warm = work / "flink-events.csv", work / "flink-warmup.csv"
+    rows = write_flink_csv(files, csv)
+    write_flink_csv(files[:2], warm)
+    log(f"flink input: {rows:,} rows in {csv.name} ({csv.stat().st_size / 2**20:.1f} MiB)")
+    flink = s["flink"] = {"parallelism": a.flink_parallelism, "backends": a.flink_backends, "watermark_s": 60,
+                          "processes": {}, "check": {}}
+    # the same windows as windowagg's, in epoch milliseconds as Flink writes them
+    ours = pandas_median.select("k", F.unix_millis("window.start").alias("start"),
+                                F.unix_millis("window.end").alias("end"), "p")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    for backend in a.flink_backends:
+        tj, check_dir, lg = work / f"flink-{backend}.json", work / f"flink-check-{backend}", work / f"flink-{backend}.log"
+        cmd = [a.flink_python, str(BENCH_DIR / "python_aggregates_flink.py"), "--events", str(csv),
+               "--warmup-events", str(warm), "--warmup-runs", "1", "--cells", ",".join(a.flink_cells),
+               "--reps", str(a.reps), "--empty-jobs", "3", "--parallelism", str(a.flink_parallelism),
+               "--state-backend", backend, "--watermark-s", "60", "--window-minutes", "10",
+               "--timing-json", str(tj), "--check-dir", str(check_dir)]
+        log(f"flink ({backend}): {' '.join(cmd[1:2])} ... (log {lg})")
+        proc = {"backend": backend}
+        try:
+            with open(lg, "w") as f:
+                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=harness.REPO,
+                                    env=env).returncode
+            proc["status"] = "ok" if rc == 0 else f"error: exit {rc}"
+        except subprocess.TimeoutExpired:
+            proc["status"] = f"timeout after {a.flink_timeout:.0f} s"
+        timing = json.loads(tj.read_text()) if tj.exists() else {"cells": {}}
+        proc.update({k: v for k, v in timing.items() if k != "cells"})
+        if proc["status"] != "ok":
+            proc["log_tail"] = lg.read_text(errors="replace").splitlines()[-30:]
+            log(f"flink ({backend}) {proc['status']}:\n  " + "\n  ".join(proc["log_tail"]))
+        flink["processes"][backend] = proc
+        for name in a.flink_cells:
+            t = timing["cells"].get(name)
+            if t is None:
+                continue
+            key = f"{name}/{backend}"
+            s["cells"][key] = cell = flink_cell(t, name, backend)
+            log(f"{key}: {t['status']}, jobs {t.get('wall_s')} s, empty jobs {t.get('empty_job_wall_s')} s: "
+                f"{[x and round(x) for x in cell['events_per_s']]} events/s beyond the fixed cost, "
+                f"{[round(x) for x in cell['events_per_s_job']]} over the whole job")
+            if t["status"] == "ok":
+                theirs = spark.read.schema("k INT, start LONG, end LONG, m DOUBLE").csv(str(check_dir / name))
+                flink["check"][key] = compare_medians(ours, theirs)
+                log(f"{key} check: {flink['check'][key]}")
+        save()
+
+
+def flink_cell(t: dict, name: str, backend: str) -> dict:
+    """A Flink cell of the results from python_aggregates_flink.py's timing: events/s beyond the job's fixed
+    cost (the median of the empty jobs after the first) and over the whole job."""
+    events, walls = t.get("events"), t.get("wall_s") or []
+    fixed = harness.median((t.get("empty_job_wall_s") or [])[1:])
+    beyond = [events / (w - fixed) if fixed is not None and w > fixed else None for w in walls]
+    job = [events / w for w in walls if w]
+    return {"engine": "flink", "cell": name, "backend": backend, "status": t["status"], "events": events,
+            "events_per_s": beyond, "median_events_per_s": harness.median(beyond),
+            "events_per_s_job": job, "median_events_per_s_job": harness.median(job), "fixed_s": fixed,
+            "output_rows": t.get("check_rows"),
+            **{k: t.get(k) for k in ("wall_s", "cpu_s", "jit_s", "empty_job_wall_s", "empty_job_cpu_s", "warmup_wall_s",
+                                     "plan")}}
+
+
+def compare_medians(ours, theirs) -> dict:
+    """windowagg's (k, start, end, p) against Flink's (k, start, end, m), a full outer join: windows on one
+    side only, and medians more than 1e-12 apart, are mismatches."""
+    from pyspark.sql import functions as F
+    j = ours.join(theirs, ["k", "start", "end"], "full_outer")
+    r = j.agg(F.count("p").alias("ours"), F.count("m").alias("theirs"),
+              F.sum(F.when(F.col("p").isNull() | F.col("m").isNull() | ~(F.abs(F.col("p") - F.col("m")) <= 1e-12), 1)
+                    .otherwise(0)).alias("bad"),
+              F.max(F.abs(F.col("p") - F.col("m"))).alias("max_diff")).collect()[0]
+    return {"windows": r["ours"], "flink_windows": r["theirs"], "mismatches": r["bad"] or 0, "max_abs_diff": r["max_diff"]}
 
 
 def events(spark, rows: int, keys: int, batch_rows: int | None = None):
@@ -252,6 +395,11 @@ def ratios(res: dict) -> dict:
     if sc.get("streaming_pandas", {}).get("median_events_per_s") and sc.get("streaming_builtin", {}).get("median_events_per_s"):
         out["streaming_builtin_over_pandas"] = (sc["streaming_builtin"]["median_events_per_s"]
                                                 / sc["streaming_pandas"]["median_events_per_s"])
+    ours = sc.get("streaming_pandas", {}).get("median_events_per_s")
+    for key, cell in sc.items():  # each Flink cell's events/s over windowagg's pandas UDF's (absent: not run)
+        if cell.get("engine") == "flink" and ours:
+            out[f"{key}_over_pandas"] = harness.ratio(cell.get("median_events_per_s"), ours)
+            out[f"{key}_job_over_pandas"] = harness.ratio(cell.get("median_events_per_s_job"), ours)
     return out
 
 
@@ -264,10 +412,37 @@ def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> No
         print("\n".join(report.table(["query", "rows", "median s", "windows", "µs per window"], "lrrrr", rows)))
     streamed = res.get("streaming", {})
     if streamed.get("cells"):
+        print("\n".join(streaming_table(streamed)))
+    print(ratios(res), res.get("check"), streamed.get("check"), streamed.get("flink", {}).get("check"))
+
+
+def streaming_table(streamed: dict) -> list[str]:
+    """The streaming cells' table; with Flink cells (--with-flink), a row per cell and state backend, its events/s
+    over the whole job beside, and each cell's events/s against windowagg's pandas UDF's."""
+    cells = streamed["cells"]
+    flink = {key: cell for key, cell in cells.items() if cell.get("engine") == "flink"}
+    ours = [(name, cell) for name, cell in cells.items() if name in STREAM_CELLS and cell.get("median_events_per_s")]
+    if not flink:
         rows = [[STREAM_CELLS[name], f"{streamed['rows']:,}", f"{cell['median_events_per_s']:,.0f}", f"{cell['output_rows']:,}"]
-                for name, cell in streamed["cells"].items() if cell.get("median_events_per_s")]
-        print("\n".join(report.table(["streaming query", "rows", "events/s, median", "windows"], "lrrr", rows)))
-    print(ratios(res), res.get("check"), streamed.get("check"))
+                for name, cell in ours]
+        return report.table(["streaming query", "rows", "events/s, median", "windows"], "lrrr", rows)
+    base = cells.get("streaming_pandas", {}).get("median_events_per_s")
+
+    def times(x):
+        return f"{x / base:.2f}×" if x and base else "–"
+
+    rows = [[STREAM_CELLS[name], f"{streamed['rows']:,}", f"{cell['median_events_per_s']:,.0f}", "–",
+             f"{cell['output_rows']:,}", times(cell["median_events_per_s"])] for name, cell in ours]
+    for key, cell in flink.items():
+        label = f"{FLINK_CELLS[cell['cell']]}, {cell['backend']}"
+        if cell["status"] != "ok":
+            rows.append([label, f"{streamed['rows']:,}", cell["status"][:80], "–", "–", "–"])
+            continue
+        eps, job = cell.get("median_events_per_s"), cell.get("median_events_per_s_job")
+        rows.append([label, f"{cell['events']:,}", f"{eps:,.0f}" if eps else "–", f"{job:,.0f}" if job else "–",
+                     f"{cell['output_rows']:,}", f"{times(eps)} / {times(job)}"])
+    return report.table(["streaming query", "rows", "events/s, median", "events/s over the whole Flink job", "windows",
+                         "× windowagg pandas UDF's events/s"], "lrrrrr", rows)
 
 
 def plot_batch(cells: list, res: dict, img: Path | None) -> None:
