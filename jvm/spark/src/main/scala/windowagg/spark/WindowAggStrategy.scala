@@ -37,8 +37,6 @@ case class WindowAggStrategy(session: SparkSession) extends SparkStrategy {
         val (aggregated, partials) = AggregateBeforeShuffle.plan(a.keys, a.time, a.listing, a.engine, a.functions, a.filters, child)
         (aggregated, Some(partials))
       }
-    WindowAggregateExec(
-      a.keys, a.time, a.gap, a.tieBreak, a.listing, a.timeColumn, a.windows, a.spec, a.functions, a.filters, a.views,
-      a.windowStart, a.windowEnd, a.aggregateOutput, result, partials, choice, input)
+    WindowAggregateExec(a, result, partials, choice, input)
   }
 }

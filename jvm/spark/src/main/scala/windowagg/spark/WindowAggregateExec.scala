@@ -4,7 +4,6 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
 import org.apache.spark.sql.catalyst.plans.physical.{AllTuples, Distribution, Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -12,8 +11,8 @@ import org.apache.spark.sql.types.LongType
 import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.ListedWindows
-import windowagg.core.{Reaching, ResolvedWindows, RowWindowCursor, Timed, WindowCursor}
-import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, RowIntake, SparkAggregates, TimeColumn,
+import windowagg.core.{Reaching, RowWindowCursor, Timed, WindowCursor}
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, RowIntake, SparkAggregates, TimeColumn, WindowAggregate,
   WindowView, WindowsOfKey}
 
 /**
@@ -28,39 +27,33 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, RowI
  * ([[windowagg.spark.common.AggregateBeforeShuffle]]): per (keys, partial time) a row count and the aggregates' buffers,
  * sorted by (keys, partial time), merged here as rows would be folded. `choice` says which, and why.
  *
- * Each window's output row is `result`: expressions of the keys, `windowStart`, `windowEnd` and the
- * `aggregateOutput` (the aggregates' values), by default those columns themselves.
+ * `aggregation` is what to compute, the logical node as the analyzer built it. Each window's output
+ * row is `result`: expressions of its output (the keys, the window bounds and the aggregates'
+ * values), by default those columns themselves.
  */
 case class WindowAggregateExec(
-    keys: Seq[Attribute],
-    time: Attribute,
-    gap: Option[Attribute],
-    tieBreak: Option[Attribute],
-    listing: Option[Attribute],
-    timeColumn: TimeColumn,
-    windows: ResolvedWindows,
-    spec: String,
-    functions: Seq[AggregateFunction],
-    filters: Seq[Expression],
-    views: Seq[WindowView.View],
-    windowStart: Attribute,
-    windowEnd: Attribute,
-    aggregateOutput: Seq[Attribute],
+    aggregation: WindowAggregate,
     result: Seq[NamedExpression],
     partials: Option[AggregateBeforeShuffle.Partials],
     choice: AggregateBeforeShuffle.Choice,
     child: SparkPlan)
   extends UnaryExecNode {
+  import aggregation.{keys, time, gap, listing, timeColumn, windows, functions, filters, views, windowStart, windowEnd, aggregateOutput}
 
   override def output: Seq[Attribute] = result.map(_.toAttribute)
 
   override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd) ++ aggregateOutput)
 
-  // Partials carry the aggregates' buffers, not the columns the aggregates read.
+  // Partials carry the aggregates' buffers, not the columns the aggregates read. (The aggregation's
+  // expressions are not among this node's own, which are only `result`.)
   override lazy val references: AttributeSet = partials match {
     case Some(p) => AttributeSet(keys ++ Seq(p.partialTime, p.rowCount) ++ p.listing ++ result.flatMap(_.references))
-    case None => super.references
+    case None => aggregation.references ++ (AttributeSet(result.flatMap(_.references)) -- aggregation.outputSet)
   }
+
+  // Two operators of the same aggregation over the same input are the same whatever their expression ids.
+  override protected def doCanonicalize(): SparkPlan =
+    super.doCanonicalize().asInstanceOf[WindowAggregateExec].copy(aggregation = aggregation.canonicalized.asInstanceOf[WindowAggregate])
 
   // Keys pass through unchanged, so the child's clustering by them holds while the result keeps them.
   override def outputPartitioning: Partitioning =
@@ -69,24 +62,16 @@ case class WindowAggregateExec(
   override def requiredChildDistribution: Seq[Distribution] =
     if (keys.isEmpty) AllTuples :: Nil else SparkInternals.clusteredDistribution(keys) :: Nil
 
-  private lazy val engine: Engine = Engine.of(windows)
-
-  /** Rows sharing a time: by the tie-break column, then (kinds cut at rows) by the aggregates' inputs in binary form. */
-  private def tieOrder: Seq[Expression] = {
-    val inputs = AttributeSet((functions ++ filters).flatMap(_.references))
-    engine.tieOrder(tieBreak, child.output.filter(inputs.contains))
-  }
-
   override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
     val order = partials match {
       case Some(p) => keys :+ p.partialTime
-      case None => keys ++ (time +: tieOrder)
+      case None => keys ++ (time +: aggregation.tieOrder(child.output))
     }
     Seq(order.map(SortOrder(_, Ascending)))
   }
 
   override def simpleString(maxFields: Int): String =
-    s"WindowAggregate '$spec' keys=${keys.mkString("[", ", ", "]")} " +
+    s"WindowAggregate '${aggregation.definition.spec}' keys=${keys.mkString("[", ", ", "]")} " +
       s"aggregates=${functions.map(_.sql).mkString("[", ", ", "]")} output=${result.mkString("[", ", ", "]")} input=$choice"
 
   override lazy val metrics: Map[String, SQLMetric] = // names: WindowAggregateExec.metricNames
@@ -111,8 +96,8 @@ case class WindowAggregateExec(
     val gapType = gap.map(_.dataType)
     val intakeTime = if (partials.isDefined) TimeColumn(LongType, None) else timeColumn
     val (keys_, functions_, filters_, windows_) = (keys, functions, filters, windows)
-    val (rowWindows_, listed_) = (engine.cutAtRows, engine.listed)
-    val withViews = views.exists(_ != WindowView.All)
+    val (rowWindows_, listed_) = (aggregation.engine.cutAtRows, aggregation.engine.listed)
+    val withViews = aggregation.withViews
     val keysAndBounds = keys ++ Seq(windowStart, windowEnd)
     val (aggregateOutput_, views_, result_) = (aggregateOutput, views, result)
 

@@ -173,13 +173,6 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     val windowType = timeColumn.windowType
     val windowStart = AttributeReference("window_start", windowType, nullable = false)()
     val windowEnd = AttributeReference("window_end", windowType, nullable = false)()
-    val node = WindowAggregate(
-      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, windows, window.definition.spec,
-      windowed.map(_._1._1.aggregateFunction) ++ pythonAggregates.map(_.aggregateFunction),
-      windowed.map(_._1._1.filter.getOrElse(Literal.TrueLiteral)) ++ pythonAggregates.map(_ => Literal.TrueLiteral),
-      windowed.map(_._1._2) ++ pythonIntake.toSeq.flatMap(_.views), windowStart, windowEnd,
-      windowed.map(_._2) ++ pythonIntake.toSeq.flatMap(_.outputs), input)
-
     val bounds = CreateNamedStruct(Seq(Literal("start"), windowStart, Literal("end"), windowEnd))
     // late rows emitted by a streaming aggregation have no window
     val windowStruct =
@@ -197,6 +190,18 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
         Alias(windowStruct, attr.name)(exprId = attr.exprId, qualifier = attr.qualifier)
       case ne => replace(ne).asInstanceOf[NamedExpression]
     }
+    // each aggregate's value under the name the query gives it where it selects it alone, else its SQL
+    val names = windowed.map { case ((ae, view), out) =>
+      results.collectFirst { case Alias(selected: Attribute, name) if selected.exprId == out.exprId => name }
+        .getOrElse(if (view == WindowView.All) ae.sql else s"${view.name}(${ae.sql})")
+    } ++ pythonAggregates.map(_ => python.map(_._1._1.aggregateFunction.asInstanceOf[PythonUDAF].name).mkString("rows for ", ", ", ""))
+    val node = WindowAggregate(
+      keyAttributes, timeAttribute, gap.map(_._1), tieBreak.map(_._1), listing.map(_._1), timeColumn, window.definition, windows,
+      window.options,
+      windowed.map(_._1._1.aggregateFunction) ++ pythonAggregates.map(_.aggregateFunction),
+      windowed.map(_._1._1.filter.getOrElse(Literal.TrueLiteral)) ++ pythonAggregates.map(_ => Literal.TrueLiteral),
+      windowed.map(_._1._2) ++ pythonIntake.toSeq.flatMap(_.views), names, windowStart, windowEnd,
+      windowed.map(_._2) ++ pythonIntake.toSeq.flatMap(_.outputs), input)
     val available = node.outputSet ++ AttributeSet(python.map(_._2))
     val missing = results.flatMap(_.references).filterNot(available.contains)
     if (missing.nonEmpty) {
@@ -206,12 +211,7 @@ case class PlanWindowAggregation(session: SparkSession) extends Rule[LogicalPlan
     if (child.isStreaming) {
       // Streaming: the same node's meaning, planned through transformWithState; late rows, when
       // emitted, come out as two more columns.
-      // each aggregate's value under the name the query gives it where it selects it alone, else its SQL
-      val names = windowed.map { case ((ae, view), out) =>
-        results.collectFirst { case Alias(selected: Attribute, name) if selected.exprId == out.exprId => name }
-          .getOrElse(if (view == WindowView.All) ae.sql else s"${view.name}(${ae.sql})")
-      } ++ pythonAggregates.map(_ => python.map(_._1._1.aggregateFunction.asInstanceOf[PythonUDAF].name).mkString("rows for ", ", ", ""))
-      val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node, window.definition, window.options, names)
+      val streaming = windowagg.spark.streaming.StreamingWindowPlanner.plan(session, node)
       val withPython = pythonIntake.fold[LogicalPlan](streaming) {
         case rows: PythonAggregates.Collected =>
           PythonAggregates.overStreamedWindows(node, streaming, rows, python.map { case ((ae, _), out) => (ae, out) })

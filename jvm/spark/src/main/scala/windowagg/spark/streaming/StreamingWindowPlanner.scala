@@ -9,9 +9,8 @@ import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types.{BinaryType, IntegerType, Metadata, MetadataBuilder}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.WindowDefinition
 import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, UnpackedRow, WindowAggError, WindowAggException,
-  WindowAggregate, WindowOptions, WindowView}
+  WindowAggregate, WindowView}
 
 /**
  * Plans a windowed aggregation over a streaming input through Spark's supported route for
@@ -30,9 +29,8 @@ object StreamingWindowPlanner {
   /** transformWithState's grouping key when the aggregation has no keys: every row's is 0. */
   val AllRowsKey = "_windowagg_all"
 
-  /** `names`: the name the query gives each aggregate's value, which `read_state` shows it under. */
-  def plan(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, options: WindowOptions,
-      names: Seq[String]): LogicalPlan = {
+  def plan(session: SparkSession, node: WindowAggregate): LogicalPlan = {
+    val (definition, options) = (node.definition, node.options)
     val provider = session.conf.getOption(ProviderConf).getOrElse("")
     if (!provider.contains("RocksDBStateStoreProvider")) {
       throw WindowAggException(WindowAggError.STREAMING_REQUIREMENT,
@@ -46,7 +44,7 @@ object StreamingWindowPlanner {
     }
     val kind = StreamingKind.of(node.engine)
     val emission = options.emission
-    kind.check(definition, node.windows, emission, withViews = node.views.exists(_ != WindowView.All))
+    kind.check(definition, node.windows, emission, withViews = node.withViews)
     if (options.expireIdleKeys.isDefined && !kind.keepsIdleKeys(node.windows)) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
         s"$definition forgets a key's state once its windows are final, so no idle key outlives its windows: " +
@@ -87,22 +85,19 @@ object StreamingWindowPlanner {
     val groupKeys: Seq[NamedExpression] = if (node.keys.nonEmpty) node.keys else Seq(allRows)
     val rowByRow = StreamingWindowSpec(
       windows = node.windows,
-      ticksPerMilli = 1000L,
       keySchema = DataTypeUtils.fromAttributes(groupKeys.map(_.toAttribute)),
       valueAttributes = valueAttributes,
       timeOrdinal = valueAttributes.indexWhere(_.exprId == eventTime.exprId),
       timeColumn = node.timeColumn,
       functions = node.functions.map(f => rebind(f).asInstanceOf[org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction]),
       filters = node.filters.map(rebind),
-      emission = emission,
+      options = options,
       gapOrdinal = node.gap.map(g => valueAttributes.indexWhere(_.exprId == g.exprId)),
       gapType = node.gap.map(_.dataType),
-      tieOrder = tieOrder(node, valueAttributes, rebind),
-      processingTime = options.processingTime,
+      tieOrder = node.tieOrder(valueAttributes, rebind),
       views = node.views,
-      description = description(node, definition, options),
-      reading = Some(reading(session, node, definition, groupKeys, valueAttributes, names)),
-      expireIdleAfter = options.expireIdleKeysTicks,
+      description = description(node),
+      reading = Some(reading(session, node, groupKeys, valueAttributes)),
       listingColumn = node.listing.map(l => (valueAttributes.indexWhere(_.exprId == l.exprId), l.dataType)))
     val spec = rowByRow.copy(combine = kind.combine(rowByRow, AggregateBeforeShuffle.mode(session.sessionState.conf)))
 
@@ -178,42 +173,34 @@ object StreamingWindowPlanner {
   }
 
   /** What `read_state` needs to decode the state, recorded with it: the aggregates as SQL over the processor's rows. */
-  private def reading(session: SparkSession, node: WindowAggregate, definition: WindowDefinition, groupKeys: Seq[NamedExpression],
-      values: Seq[Attribute], names: Seq[String]): StateReading = {
+  private def reading(session: SparkSession, node: WindowAggregate, groupKeys: Seq[NamedExpression], values: Seq[Attribute]): StateReading = {
     // the rows' columns by name alone: the reader resolves the SQL against a relation of the recorded schema
     def sql(e: Expression): String = e.transform { case a: AttributeReference => a.withQualifier(Nil) }.sql
     val aggregates = node.functions.indices.map { i =>
       StateReading.Aggregate(sql(node.functions(i)), Option(node.filters(i)).filterNot(_ == Literal.TrueLiteral).map(sql),
-        node.views(i).name, names(i))
+        node.views(i).name, node.names(i))
     }
     StateReading(DataTypeUtils.fromAttributes(groupKeys.map(_.toAttribute)), DataTypeUtils.fromAttributes(values),
-      node.timeColumn.dataType, node.timeColumn.unit, session.sessionState.conf.sessionLocalTimeZone, definition.spec, aggregates)
+      node.timeColumn.dataType, node.timeColumn.unit, session.sessionState.conf.sessionLocalTimeZone, node.definition.spec, aggregates)
   }
 
   /** What the query computes into its state, in words: recorded with the checkpoint and compared on restart. */
-  private def description(node: WindowAggregate, definition: WindowDefinition, options: WindowOptions): Seq[(String, String)] = {
+  private def description(node: WindowAggregate): Seq[(String, String)] = {
     import StreamingStartCheck._
+    val options = node.options
     val aggregates = node.functions.lazyZip(node.filters).lazyZip(node.views).map { (f, filter, view) =>
       val over = if (view == WindowView.All) f.sql else s"${view.name}(${f.sql})"
       if (filter == Literal.TrueLiteral) over else s"$over FILTER (WHERE ${filter.sql})"
     }
     val time = if (options.processingTime) "processing time" else s"event time (${node.timeColumn.dataType.sql})"
     Seq(
-      Window -> definition.stateIdentity,
+      Window -> node.definition.stateIdentity,
       Keys -> (if (node.keys.isEmpty) "none" else node.keys.map(k => s"${k.name} ${k.dataType.sql}").mkString(", ")),
       Time -> time,
       Aggregates -> aggregates.mkString(", "),
       Emit -> options.emit) ++
       options.expireIdleKeys.map(e => ExpireIdleKeys -> e.spec)
   }
-
-  /** Kinds cut at rows order rows sharing a time as batch does: tie-break column, then the aggregates' inputs in binary form. */
-  private def tieOrder(node: WindowAggregate, values: Seq[Attribute], rebind: Expression => Expression): Seq[Expression] =
-    if (node.engine.cutAtRows.isEmpty) Nil
-    else {
-      val inputs = AttributeSet((node.functions ++ node.filters).map(rebind).flatMap(_.references))
-      node.engine.tieOrder(node.tieBreak.map(rebind), values.filter(inputs.contains))
-    }
 
   private def unmarked(metadata: Metadata): Metadata =
     new MetadataBuilder().withMetadata(metadata).remove(EventTimeWatermark.delayKey)

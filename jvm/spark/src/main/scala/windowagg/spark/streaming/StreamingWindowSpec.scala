@@ -7,11 +7,12 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types._
 
 import windowagg.core.ResolvedWindows
-import windowagg.spark.common.{Emission, Engine, RowIntake, SparkAggregates, TimeColumn, WindowView}
+import windowagg.spark.common.{Emission, Engine, RowIntake, SparkAggregates, TimeColumn, WindowOptions, WindowView}
 
 /**
- * What a streaming windowed aggregation computes; shipped to the executors with the processor.
- * `expireIdleAfter`: the idle time (ticks) after which a key is forgotten (expireIdleKeys), if any;
+ * What a streaming windowed aggregation computes; shipped to the executors with the processor: the
+ * parts of the aggregation's node ([[windowagg.spark.common.WindowAggregate]]) the executors read,
+ * its expressions bound to the processor's rows (`valueAttributes`, ordinals among them).
  * `listingColumn`: where rows list their windows, the listing's ordinal among the values and its type;
  * `combine` says how rows combined before the shuffle ([[CombineBeforeShuffle]]); `keying` how
  * transformWithState groups the rows and the state ([[StateKeying]]); `reading` what `read_state`
@@ -19,21 +20,18 @@ import windowagg.spark.common.{Emission, Engine, RowIntake, SparkAggregates, Tim
  */
 final case class StreamingWindowSpec(
     windows: ResolvedWindows,
-    ticksPerMilli: Long,
     keySchema: StructType,
     valueAttributes: Seq[Attribute],
     timeOrdinal: Int,
     timeColumn: TimeColumn,
     functions: Seq[AggregateFunction],
     filters: Seq[Expression],
-    emission: Emission,
+    options: WindowOptions,
     gapOrdinal: Option[Int] = None,
     gapType: Option[DataType] = None,
     tieOrder: Seq[Expression] = Nil,
-    processingTime: Boolean = false,
     views: Seq[WindowView.View] = Nil,
     description: Seq[(String, String)] = Nil,
-    expireIdleAfter: Option[Long] = None,
     listingColumn: Option[(Int, DataType)] = None,
     combine: Combine = Combine.none("rows one by one"),
     keying: StateKeying = StateKeying.ByPartition,
@@ -42,6 +40,17 @@ final case class StreamingWindowSpec(
 
   /** How windowagg runs these windows. */
   lazy val engine: Engine = Engine.of(windows)
+
+  /** A streaming time column is a TIMESTAMP (the planner refuses others): its ticks are microseconds. */
+  def ticksPerMilli: Long = 1000L
+
+  def emission: Emission = options.emission
+
+  /** Whether rows take their micro-batch's processing time, and windows close on that clock. */
+  def processingTime: Boolean = options.processingTime
+
+  /** The idle time (ticks) after which a key is forgotten (expireIdleKeys), if any. */
+  val expireIdleAfter: Option[Long] = options.expireIdleKeysTicks
 
   /** The streaming side of the kind of window. */
   def kind: StreamingKind = StreamingKind.of(engine)
