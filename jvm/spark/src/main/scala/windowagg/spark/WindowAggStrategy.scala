@@ -37,6 +37,6 @@ case class WindowAggStrategy(session: SparkSession) extends SparkStrategy {
         val (aggregated, partials) = AggregateBeforeShuffle.plan(a.keys, a.time, a.listing, a.engine, a.functions, a.filters, child)
         (aggregated, Some(partials))
       }
-    WindowAggregateExec(a, result, partials, choice, input)
+    WindowAggregateExec(a.overInputColumns, result, partials, choice, input)
   }
 }

@@ -27,7 +27,8 @@ import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, RowIntake, S
  * ([[windowagg.spark.common.AggregateBeforeShuffle]]): per (keys, partial time) a row count and the aggregates' buffers,
  * sorted by (keys, partial time), merged here as rows would be folded. `choice` says which, and why.
  *
- * `aggregation` is what to compute, the logical node as the analyzer built it. Each window's output
+ * `aggregation` is what to compute, the logical node as the analyzer built it (over its input's
+ * columns: [[windowagg.spark.common.WindowAggregate.overInputColumns]]). Each window's output
  * row is `result`: expressions of its output (the keys, the window bounds and the aggregates'
  * values), by default those columns themselves.
  */

@@ -134,4 +134,18 @@ class AggregateBeforeShuffleSuite extends AnyFunSuite with SparkSessionFixture {
     assert(withRandom.collect().length == plain.length)
     assert(SparkInternals.collectOperators(SparkInternals.executedPlan(withRandom)) { case p: ProjectExec => p }.nonEmpty)
   }
+
+  test("over a file source, under a stage of generated code that ships the operator to the executors, the same windows") {
+    val df = events(5, 300, 600L)
+    val dir = java.nio.file.Files.createTempDirectory("windowagg-file-source")
+    try {
+      df.write.mode("overwrite").parquet(dir.toString)
+      val fromFiles = spark.read.parquet(dir.toString)
+      for (mode <- Seq("always", "never")) withMode(mode) {
+        // a sort over the operator is generated code holding the plan under it, which Spark serializes into each task
+        def sorted(in: DataFrame): DataFrame = windowed(in, SlidingWindows.of("30 seconds")).sortWithinPartitions(col("k"))
+        assert(rows(sorted(fromFiles)).nonEmpty && rows(sorted(fromFiles)) == rows(sorted(df)), mode)
+      }
+    } finally org.apache.commons.io.FileUtils.deleteDirectory(dir.toFile)
+  }
 }

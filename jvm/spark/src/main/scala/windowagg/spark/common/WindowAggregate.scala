@@ -2,7 +2,7 @@ package windowagg.spark.common
 
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
-import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SupportsNonDeterministicExpression, UnaryNode}
+import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, LogicalPlan, SupportsNonDeterministicExpression, UnaryNode}
 
 import windowagg.WindowDefinition
 import windowagg.core.ResolvedWindows
@@ -76,6 +76,13 @@ case class WindowAggregate(
     val inputs = AttributeSet((aggregateFunctions ++ filters).map(rebound).flatMap(_.references))
     engine.tieOrder(tieBreak.map(rebound), columns.filter(inputs.contains))
   }
+
+  /**
+   * This node over an empty relation of its input's columns: what a physical operator keeps of it.
+   * The input's plan is the operator's child, and a physical plan travels to the executors, where a
+   * logical input (a file source's index, a catalog table) cannot.
+   */
+  def overInputColumns: WindowAggregate = copy(child = LocalRelation(child.output))
 
   override protected def withNewChildInternal(newChild: LogicalPlan): WindowAggregate =
     copy(child = newChild)
