@@ -12,7 +12,8 @@ each 10 s after the one before, move the watermark (0 s delay) 10 s at a time. K
 - tumbling, 1 day: windowagg TimeWindows against Spark's window(); every key's window is the same
   day's, which the small micro-batches do not close.
 Both competitors compute count and sum of v into the noop sink, append mode, one file per
-micro-batch. Per competitor, kind and K: --rounds runs, alternating which competitor goes first;
+micro-batch. Per kind, before the first K's runs, --warmups unrecorded runs of each competitor. Per
+competitor, kind and K: --rounds runs, alternating which competitor goes first;
 per run the median triggerExecution of the small micro-batches, their query planning, and the time
 the state operator spent on timers (windowagg: customMetrics.timerProcessingTimeMs, summed over the
 state partitions). Spark's session_window and window() find what to close by reading their whole
@@ -52,6 +53,9 @@ def parse_args(argv=None):
     p.add_argument("--small-batches", type=int)
     p.add_argument("--batch-rows", type=int, default=500)
     p.add_argument("--rounds", type=int)
+    p.add_argument("--warmups", type=int, default=1,
+                   help="unrecorded runs of each competitor and kind before the first recorded one (the JVM's code "
+                        "warms up: a cold JIT penalizes whichever query runs more of its own code); 0 for none")
     p.add_argument("--timeout", type=float, default=900.0)
     harness.add_session_args(p, driver_memory="8g")
     harness.add_output_args(p, None)
@@ -110,6 +114,13 @@ def run(spark, a, res, save) -> None:
         write_files(spark, source, keys, a.small_batches, a.batch_rows)
         log(f"{keys:,} open keys: files written ({time.perf_counter() - t0:.1f}s)")
         for kind in a.kinds:
+            if keys == a.open_keys[0]:
+                for _ in range(a.warmups):
+                    for c in COMPETITORS:
+                        df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
+                        r, _ = harness.run_stream_with_progress(spark, df, f"warmup_{c}_{kind}", work / "checkpoint",
+                                                                a.small_batches + 1, a.timeout, meter)
+                        log(f"{keys:>9,} {kind:8s} {c:9s} warm-up: {r['status']}")
             for rnd in range(a.rounds):
                 order = COMPETITORS if rnd % 2 == 0 else COMPETITORS[::-1]
                 for c in order:
