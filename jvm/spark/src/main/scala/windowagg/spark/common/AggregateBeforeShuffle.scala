@@ -8,11 +8,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, CodegenFallback, ExprCode}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{DataType, LongType}
 import org.apache.spark.sql.windowagg.SparkInternals
 
-import windowagg.ListedWindows
 import windowagg.core.ResolvedWindows
 
 /**
@@ -96,21 +94,14 @@ object AggregateBeforeShuffle {
 
   /**
    * Spark's partial aggregation of `child` per (keys, partial time of `time`), and where rows list
-   * their windows in `listing` per those windows too (a time's windows must be the same wherever it
-   * occurs: the window operator compares those of partials of one time; windows that do not overlap
-   * are grouped by their end, a fixed-width key): the row count and `functions` (each with its FILTER,
+   * their windows in `listing` per those windows too, as the engine groups them ([[Engine.partialTime]]):
+   * the row count and `functions` (each with its FILTER,
    * `true` for none). Its output: the keys, the partial time (null for rows with a null time), the
    * windows, the row count, then the functions' buffers.
    */
   def plan(keys: Seq[Attribute], time: Attribute, listing: Option[Attribute], engine: Engine,
       functions: Seq[AggregateFunction], filters: Seq[Expression], child: SparkPlan): (SparkPlan, Partials) = {
-    val windows = engine.windows
-    val (partialTime, listed) = (engine.listed, listing) match {
-      case (Some(kind), Some(l)) =>
-        (PartialTimeOfListed(time, l, kind), Some(if (kind.disjoint) Alias(ListedWindowEnd(l), "_window_end")() else l))
-      case _ if windows.perKey => (PartialTimeOfKey(time, keys, windows), None)
-      case _ => (PartialTimeOf(time, windows), None)
-    }
+    val (partialTime, listed) = engine.partialTime(time, keys, listing)
     val aggregates = (Count(Literal(1)) +: functions).zip(Literal.TrueLiteral +: filters).map { case (f, filter) =>
       AggregateExpression(f, Partial, isDistinct = false, Option(filter).filterNot(_ == Literal.TrueLiteral))
     }
@@ -162,53 +153,4 @@ case class PartialTimeOfKey(time: Expression, keys: Seq[Expression], windows: Re
   override def toString: String = s"partial_time($time, ${keys.mkString(", ")})"
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PartialTimeOfKey =
     copy(time = newChildren.head, keys = newChildren.tail)
-}
-
-/**
- * [[PartialTimeOf]] where rows list their own windows ([[ListedWindows]]): the row's time, or where
- * windows do not overlap the start of its one window; rows in no window share one partial time
- * (Long.MinValue). The listed windows are checked here, where the row's own time is known.
- */
-case class PartialTimeOfListed(time: Expression, listing: Expression, windows: ListedWindows.Resolved)
-    extends BinaryExpression with CodegenFallback {
-  override def left: Expression = time
-  override def right: Expression = listing
-  override def dataType: DataType = LongType
-  override def nullable: Boolean = time.nullable
-
-  @transient private lazy val input = new GenericInternalRow(1)
-
-  override def eval(row: InternalRow): Any = {
-    val t = time.eval(row)
-    if (t == null) null
-    else {
-      val at = t.asInstanceOf[Number].longValue
-      input.update(0, listing.eval(row))
-      val listed = RowIntake.listedWindows(input, 0, at, windows)
-      if (listed.length == 0) Long.MinValue else windows.partialTime(at, listed)
-    }
-  }
-
-  override def toString: String = s"partial_time($time, $listing)"
-  override protected def withNewChildrenInternal(newLeft: Expression, newRight: Expression): PartialTimeOfListed =
-    copy(time = newLeft, listing = newRight)
-}
-
-/**
- * The end of the one window a row lists, where listed windows do not overlap, or null for none: with
- * the partial time (the window's start) it stands for the row's windows after the shuffle.
- */
-case class ListedWindowEnd(listing: Expression) extends UnaryExpression with CodegenFallback {
-  override def child: Expression = listing
-  override def dataType: DataType = LongType
-  override def nullable: Boolean = true
-
-  override def eval(row: InternalRow): Any = {
-    val windows = listing.eval(row).asInstanceOf[ArrayData]
-    if (windows == null || windows.numElements() == 0 || windows.isNullAt(0)) null
-    else windows.getStruct(0, 2).getLong(1) // checked with the partial time, which reads the same listing
-  }
-
-  override def toString: String = s"window_end($listing)"
-  override protected def withNewChildInternal(newChild: Expression): ListedWindowEnd = copy(listing = newChild)
 }

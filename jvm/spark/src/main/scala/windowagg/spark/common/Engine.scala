@@ -1,6 +1,11 @@
 package windowagg.spark.common
 
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, BinaryExpression, Expression, GenericInternalRow,
+  NamedExpression, UnaryExpression}
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
+import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.types.{DataType, LongType}
 
 import windowagg.ListedWindows
 import windowagg.core.{MergingWindows, ResolvedWindows, RowWindows}
@@ -44,6 +49,14 @@ sealed abstract class Engine extends Serializable {
    * rows, the aggregates' inputs (`inputs`) in binary form, so that every run cuts the same rows.
    */
   def tieOrder(tieBreak: Option[Expression], inputs: Seq[Attribute]): Seq[Expression] = tieBreak.toSeq
+
+  /**
+   * Before the shuffle in batch ([[AggregateBeforeShuffle.plan]]), what rows group by after their
+   * keys: the time a row is aggregated under (a slice, or its time; null for a null time), and where
+   * rows list their windows (`listing`), those windows.
+   */
+  def partialTime(time: Expression, keys: Seq[Expression], listing: Option[Attribute]): (Expression, Option[NamedExpression]) =
+    if (windows.perKey) (PartialTimeOfKey(time, keys, windows), None) else (PartialTimeOf(time, windows), None)
 }
 
 object Engine {
@@ -60,6 +73,14 @@ object Engine {
   /** Windows each row lists in a column ([[windowagg.ListedWindows]]), swept from partials by time. */
   final case class Listed(windows: ListedWindows.Resolved) extends Engine {
     override def listed: Option[ListedWindows.Resolved] = Some(windows)
+
+    // a time's windows must be the same wherever it occurs (the operator compares those of partials
+    // of one time); windows that do not overlap are grouped by their end, a fixed-width key
+    override def partialTime(time: Expression, keys: Seq[Expression], listing: Option[Attribute]): (Expression, Option[NamedExpression]) =
+      listing match {
+        case Some(l) => (PartialTimeOfListed(time, l, windows), Some(if (windows.disjoint) Alias(ListedWindowEnd(l), "_window_end")() else l))
+        case None => super.partialTime(time, keys, listing)
+      }
   }
 
   /** Windows that grow and merge as rows arrive (sessions). */
@@ -76,4 +97,53 @@ object Engine {
     override def tieOrder(tieBreak: Option[Expression], inputs: Seq[Attribute]): Seq[Expression] =
       tieBreak.toSeq :+ PackedRow(inputs)
   }
+}
+
+/**
+ * [[PartialTimeOf]] where rows list their own windows ([[ListedWindows]]): the row's time, or where
+ * windows do not overlap the start of its one window; rows in no window share one partial time
+ * (Long.MinValue). The listed windows are checked here, where the row's own time is known.
+ */
+case class PartialTimeOfListed(time: Expression, listing: Expression, windows: ListedWindows.Resolved)
+    extends BinaryExpression with CodegenFallback {
+  override def left: Expression = time
+  override def right: Expression = listing
+  override def dataType: DataType = LongType
+  override def nullable: Boolean = time.nullable
+
+  @transient private lazy val input = new GenericInternalRow(1)
+
+  override def eval(row: InternalRow): Any = {
+    val t = time.eval(row)
+    if (t == null) null
+    else {
+      val at = t.asInstanceOf[Number].longValue
+      input.update(0, listing.eval(row))
+      val listed = RowIntake.listedWindows(input, 0, at, windows)
+      if (listed.length == 0) Long.MinValue else windows.partialTime(at, listed)
+    }
+  }
+
+  override def toString: String = s"partial_time($time, $listing)"
+  override protected def withNewChildrenInternal(newLeft: Expression, newRight: Expression): PartialTimeOfListed =
+    copy(time = newLeft, listing = newRight)
+}
+
+/**
+ * The end of the one window a row lists, where listed windows do not overlap, or null for none: with
+ * the partial time (the window's start) it stands for the row's windows after the shuffle.
+ */
+case class ListedWindowEnd(listing: Expression) extends UnaryExpression with CodegenFallback {
+  override def child: Expression = listing
+  override def dataType: DataType = LongType
+  override def nullable: Boolean = true
+
+  override def eval(row: InternalRow): Any = {
+    val windows = listing.eval(row).asInstanceOf[ArrayData]
+    if (windows == null || windows.numElements() == 0 || windows.isNullAt(0)) null
+    else windows.getStruct(0, 2).getLong(1) // checked with the partial time, which reads the same listing
+  }
+
+  override def toString: String = s"window_end($listing)"
+  override protected def withNewChildInternal(newChild: Expression): ListedWindowEnd = copy(listing = newChild)
 }

@@ -4,13 +4,20 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.types.DataType
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap, AttributeReference, AttributeSet, Expression,
+  GenericInternalRow, JoinedRow, Literal, UnsafeArrayData, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, AggregateFunction, Count, Partial}
+import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
+import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.types.{BinaryType, DataType, LongType}
+import org.apache.spark.sql.windowagg.SparkInternals
 
 import windowagg.core.{ResolvedWindows, WindowFinality}
-import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, OpenWindows, SparkAggregates, WindowsOfKey}
+import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, OpenWindows, PackedRow, SparkAggregates, WindowsOfKey}
 
 /**
  * The kinds swept from per-time partials (sliding, tumbling, hopping, cumulative, calendar,
@@ -35,7 +42,7 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Engine, NotWindowed, Open
  * row is late once its latest listed window is final.
  *
  * Before the shuffle, rows certain to be in a window combine per (key, partial time) through
- * Spark's partial aggregation ([[CombineBeforeShuffle]]), and where rows list their windows per
+ * Spark's partial aggregation ([[PartialsByTime.PartialsBeforeShuffle]]), and where rows list their windows per
  * those windows too; the pieces are its partials.
  */
 private[spark] final class PartialsByTime private (listed: Boolean) extends StreamingKind {
@@ -48,7 +55,7 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
     if (spec.processingTime) Combine.none("processing time: every row is in its micro-batch's windows")
     else if (spec.expireIdleAfter.isDefined) Combine.none("idle keys expire by their rows' times, which combined rows do not keep")
     else if (spec.withViews) Combine.none("Storm's window view reads rows")
-    else if (choice.aggregated) Combine.PartialsByTime(choice.why)
+    else if (choice.aggregated) PartialsBeforeShuffle(choice.why)
     else Combine.none(choice.why)
   }
 
@@ -77,6 +84,44 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
 }
 
 private[spark] object PartialsByTime {
+  /**
+   * Spark's partial aggregation per (key, partial time) of the rows certain to be in a window, after
+   * [[StreamingIntakeExec]] sends the uncertain rows whole; the pieces are this kind's partials
+   * ([[StreamingWindowSpec.partialAttributes]]).
+   */
+  final case class PartialsBeforeShuffle(override val why: String) extends Combine(why) {
+    override def name: String = "partials aggregated before the shuffle"
+
+    override def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan = {
+      val spec = node.spec
+      val values = child.output.take(spec.valueAttributes.length)
+      val partialTime = AttributeReference("_partial_time", LongType)()
+      val uncertain = AttributeReference("_uncertain_row", BinaryType)()
+      // where rows list their windows, the certain rows' windows: a partial time's must be the same
+      val listed = spec.pieceWindowsType.map(AttributeReference("_listed_windows", _)())
+      // the spec's aggregates read its value attributes: here, the child's (the optimizer may have
+      // renamed them, e.g. removing an alias of a file source's columns)
+      val asChild = AttributeMap(spec.valueAttributes.zip(values))
+      def onChild(e: Expression): Expression = e.transform { case a: Attribute => asChild.getOrElse(a, a) }
+      val aggregates = (Count(Literal(1)) +: spec.functions).zip(Literal.TrueLiteral +: spec.filters).map { case (f, filter) =>
+        AggregateExpression(onChild(f).asInstanceOf[AggregateFunction], Partial, isDistinct = false,
+          Option(filter).filterNot(_ == Literal.TrueLiteral).map(onChild))
+      }
+      // the intake passes on only the columns the aggregation reads: an uncertain row's values go packed
+      val read = AttributeSet(node.keys ++ aggregates.flatMap(_.references))
+      val intake = StreamingIntakeExec(spec, node.keys, child.output.filter(read.contains), partialTime, uncertain, listed, child)
+      val groups = node.keys ++ Seq(partialTime, uncertain) ++ listed
+      val aggregated = SparkInternals.partialAggregate(groups, aggregates, intake)
+      val out = aggregated.output
+      val at = node.keys.length
+      // the piece: partial time, row count, buffers, windows ([[StreamingWindowSpec.partialAttributes]])
+      ProjectExec(out.take(at) ++ Seq(
+        Alias(out(at + 1), node.whole.name)(exprId = node.whole.exprId),
+        Alias(PackedRow(out(at) +: out.drop(groups.length) ++: out.slice(at + 2, groups.length)), node.piece.name)(
+          exprId = node.piece.exprId)), aggregated)
+    }
+  }
+
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
    * timer entries; version 2 (0.3.0) kept a key's progress (no pending rows) and its blocks (every
@@ -340,5 +385,69 @@ private[spark] object PartialsByTime {
 
     // one read: get() is null for a key without state, where exists() and get() would read twice
     private def readProgress(): Progress = Option(progressState.get()).map(Progress.decode).getOrElse(Progress.empty)
+  }
+}
+
+/**
+ * Before Spark's partial aggregation in streaming: for each row, its partial time when it cannot be
+ * late and is certain to be in a window at the micro-batch's watermark (and where rows list their
+ * windows, those in `listed`, [[StreamingWindowSpec.pieceWindowsType]]), else its values packed
+ * whole (rows with a null time or in no window too), so that the aggregation combines the former
+ * and carries the latter through as they are. Of the child's columns it passes on only `carried`,
+ * those the keys and the partial aggregates read.
+ */
+case class StreamingIntakeExec(spec: StreamingWindowSpec, keys: Seq[Attribute], carried: Seq[Attribute], partialTime: Attribute,
+    uncertain: Attribute, listed: Option[Attribute], child: SparkPlan) extends UnaryExecNode {
+
+  override def output: Seq[Attribute] = carried ++ Seq(partialTime, uncertain) ++ listed
+  override def producedAttributes: AttributeSet = AttributeSet(Seq(partialTime, uncertain) ++ listed)
+  override def outputPartitioning: Partitioning = child.outputPartitioning match {
+    case p: Expression if !p.references.subsetOf(outputSet) => UnknownPartitioning(child.outputPartitioning.numPartitions)
+    case p => p
+  }
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "combinedRows" -> SQLMetrics.createMetric(sparkContext, "rows combined by partial time"),
+    "wholeRows" -> SQLMetrics.createMetric(sparkContext, "rows sent whole (may be late, or in no window)"))
+
+  override protected def withNewChildInternal(newChild: SparkPlan): StreamingIntakeExec = copy(child = newChild)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
+    val (spec_, keys_, childOutput, carried_) = (spec, keys, child.output, carried)
+    val added = Seq(partialTime, uncertain) ++ listed
+    val (combined, sentWhole) = (longMetric("combinedRows"), longMetric("wholeRows"))
+    val windowsType = listed.map(_.dataType)
+    child.execute().mapPartitions { rows =>
+      val intake = spec_.intake
+      // per-key windows: each row's key picks them
+      val keyWindows = new WindowsOfKey(spec_.windows, keys_.map(_.dataType))
+      val keyOf = if (spec_.windows.perKey) Some(UnsafeProjection.create(keys_, childOutput)) else None
+      val pack = UnsafeProjection.create(childOutput.take(spec_.valueAttributes.length), childOutput)
+      val extra = new GenericInternalRow(2 + windowsType.size)
+      val joined = new JoinedRow()
+      val toOutput = UnsafeProjection.create(carried_ ++ added, childOutput ++ added)
+      rows.map { row =>
+        val windows = keyOf.fold(spec_.windows)(project => keyWindows(project(row)))
+        intake.use(windows)
+        val certain = intake.classify(row) == null &&
+          WindowFinality.certainlyHeldUntil(windows, intake.time, intake.listedWindows) >= watermark
+        if (certain) {
+          combined += 1
+          extra.setLong(0, intake.partialTime)
+          extra.setNullAt(1)
+          windowsType.foreach {
+            case LongType => extra.setLong(2, intake.listedWindows(1))
+            case _ => extra.update(2, UnsafeArrayData.fromPrimitiveArray(intake.listedWindows))
+          }
+        } else {
+          sentWhole += 1
+          extra.setNullAt(0)
+          extra.update(1, pack(row).copy().getBytes)
+          if (windowsType.isDefined) extra.setNullAt(2)
+        }
+        toOutput(joined(row, extra))
+      }
+    }
   }
 }

@@ -3,14 +3,21 @@ package windowagg.spark.streaming
 import java.nio.ByteBuffer
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
+import org.apache.spark.TaskContext
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.types.DataType
+import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, JoinedRow, Literal, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.types.{BinaryType, DataType}
 
 import windowagg.core.{OpenSession, ResolvedWindows, SessionMerging}
 import windowagg.core.Ticks.saturatingAdd
-import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, OpenWindows, SparkAggregates}
+import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, OpenWindows, PackedRow, SparkAggregates}
 
 /**
  * KIP-94 sessions of a key in streaming, with a fixed or per-row gap.
@@ -29,7 +36,8 @@ import windowagg.spark.common.{AggregateBeforeShuffle, NotWindowed, OpenWindows,
  *
  * Before the shuffle, with a fixed gap and aggregates that merge in any order, a key's rows after
  * the micro-batch's watermark join in runs ([[Sessions.KeyRuns]]: rows each within the gap of the
- * run so far), shipped as one piece per run ([[Sessions.Run]]).
+ * run so far), shipped as one piece per run ([[Sessions.Run]]): [[Sessions.RunsBeforeShuffle]], whose stage is
+ * [[SessionRunsExec]].
  */
 private[spark] object Sessions extends StreamingKind {
   /**
@@ -49,13 +57,21 @@ private[spark] object Sessions extends StreamingKind {
     else if (!fixedGap) Combine.none("each row of a session with a per-row gap is read on its own")
     else if (unordered.isDefined) Combine.none(s"${unordered.get.prettyName} depends on the order its rows are merged in")
     else if (mode == AggregateBeforeShuffle.Never) Combine.none(s"${AggregateBeforeShuffle.Conf}=never")
-    else Combine.SessionRuns("a key's rows in runs within the gap")
+    else RunsBeforeShuffle("a key's rows in runs within the gap")
   }
 
   override def previousLayout: Option[PreviousLayout] = Some(PreviousLayouts.Sessions2)
 
   override def open(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers): KeyLogic =
     new Logic(spec, tools, states, timers)
+
+  /** A key's rows after the watermark join in session runs ([[KeyRuns]]), one piece per run ([[SessionRunsExec]]). */
+  final case class RunsBeforeShuffle(override val why: String) extends Combine(why) {
+    override def name: String = "session runs merged before the shuffle"
+
+    override def plan(node: CombineBeforeShuffle, child: SparkPlan): SparkPlan =
+      SessionRunsExec(node.spec, node.keys, node.keys ++ Seq(node.whole, node.piece), child)
+  }
 
   val SessionsVariable = "keySessions"
 
@@ -318,6 +334,118 @@ private[spark] object Sessions extends StreamingKind {
       if (open.isEmpty && state.closedReach.isEmpty) sessionState.clear()
       else if (changed || timerChanged || state.closedReachChanged) {
         sessionState.update(state.encode(open, aggregates))
+      }
+    }
+  }
+}
+
+/**
+ * The sessions' combine before the shuffle: per partition, a key's rows after the micro-batch's
+ * watermark join in runs (`Sessions.KeyRuns`), shipped as one piece per run; every other row
+ * passes through whole as it comes. Memory is bounded: after [[SessionRunsExec.MaxHeld]] runs a
+ * partition sends on what it holds and starts again.
+ */
+case class SessionRunsExec(spec: StreamingWindowSpec, keys: Seq[Attribute], output: Seq[Attribute], child: SparkPlan)
+  extends UnaryExecNode {
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "inputRows" -> SQLMetrics.createMetric(sparkContext, "number of input rows"),
+    "runs" -> SQLMetrics.createMetric(sparkContext, "number of runs out"),
+    "wholeRows" -> SQLMetrics.createMetric(sparkContext, "rows passed through whole (may be late)"))
+
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override protected def withNewChildInternal(newChild: SparkPlan): SessionRunsExec = copy(child = newChild)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val watermark = CombineBeforeShuffle.batchWatermark(sparkContext, spec)
+    val counters = (longMetric("inputRows"), longMetric("runs"), longMetric("wholeRows"))
+    val (spec_, keys_, childOutput, outputTypes) = (spec, keys, child.output, output.map(_.dataType).toArray)
+    child.execute().mapPartitionsWithIndex({ (partition, rows) =>
+      new SessionRunsIterator(spec_, keys_, childOutput, outputTypes, rows, partition, watermark, counters)
+    }, preservesPartitioning = true)
+  }
+}
+
+object SessionRunsExec {
+  /** Runs a partition holds before sending them on. */
+  val MaxHeld = 200000
+}
+
+/** A partition of [[SessionRunsExec]]: rows passed whole as they come, then the runs. */
+private final class SessionRunsIterator(spec: StreamingWindowSpec, keys: Seq[Attribute], childOutput: Seq[Attribute],
+    outputTypes: Array[DataType], input: Iterator[InternalRow], partition: Int, watermark: Long,
+    counters: (SQLMetric, SQLMetric, SQLMetric)) extends Iterator[InternalRow] {
+  private val tools = TaskTools.borrow(spec, partition)
+  Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => TaskTools.giveBack(tools)))
+  private val aggregates = tools.aggregates
+  private val merging = new SessionMerging[InternalRow](aggregates)
+  private val intake = spec.intake
+  private val keyOf = UnsafeProjection.create(keys, childOutput)
+  private val values = childOutput.take(spec.valueAttributes.length)
+  private val passThrough = UnsafeProjection.create(keys ++ Seq(PackedRow(values), Literal(null, BinaryType)), childOutput)
+  private val toOutput = UnsafeProjection.create(outputTypes)
+  private val (inputRows, runsOut, wholeRows) = counters
+
+  private var byKey = new java.util.HashMap[UnsafeRow, Sessions.KeyRuns]()
+  private var held = 0
+  private var draining: Iterator[InternalRow] = null
+  private var inputDone = false
+  private var nextRow: InternalRow = null
+
+  override def hasNext: Boolean = {
+    while (nextRow == null) {
+      if (draining != null) {
+        if (draining.hasNext) nextRow = draining.next() else draining = null
+      } else if (input.hasNext) {
+        nextRow = consume(input.next())
+        if (held >= SessionRunsExec.MaxHeld) draining = takeRuns()
+      } else if (!inputDone) {
+        inputDone = true
+        draining = takeRuns()
+      } else return false
+    }
+    true
+  }
+
+  override def next(): InternalRow = {
+    if (!hasNext) throw new NoSuchElementException
+    val row = nextRow
+    nextRow = null
+    row
+  }
+
+  // A row after the watermark bridges no closed session (each reached below the watermark when it
+  // closed), so it cannot be late; every other row passes whole, for the state to judge.
+  private def consume(row: InternalRow): InternalRow = {
+    inputRows += 1
+    if (intake.classify(row) != null || intake.time <= watermark) {
+      wholeRows += 1
+      passThrough(row)
+    } else {
+      val key = keyOf(row)
+      var runs = byKey.get(key)
+      if (runs == null) {
+        runs = new Sessions.KeyRuns(merging)
+        byKey.put(key.copy(), runs)
+      }
+      held += runs.add(intake.time, intake.reach, row, aggregates)
+      null
+    }
+  }
+
+  private def takeRuns(): Iterator[InternalRow] = {
+    val taken = byKey
+    byKey = new java.util.HashMap[UnsafeRow, Sessions.KeyRuns]()
+    held = 0
+    val extra = new GenericInternalRow(2)
+    extra.setNullAt(0)
+    val joined = new JoinedRow()
+    taken.entrySet().iterator().asScala.flatMap { entry =>
+      entry.getValue.encoded(aggregates).map { bytes =>
+        runsOut += 1
+        extra.update(1, bytes)
+        toOutput(joined(entry.getKey, extra))
       }
     }
   }
