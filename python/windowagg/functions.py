@@ -149,8 +149,9 @@ def window(
         time with ``time="processing"``) while it changes, then its final value once; an extra
         column ``is_final`` tells them apart (``outputMode("update")``). Over sessions, a value
         fired for bounds that later grow or merge is retracted (a ``retraction`` row) when the
-        session holding it next comes out. Storm's duration windows evaluated every slide of time
-        take it too; count windows and slides in rows refuse it (their windows are final only).
+        session holding it next comes out. Storm's windows take it too; over count windows and
+        slides in rows, whose bounds follow their rows, a value fired for bounds that late rows
+        shift is retracted once the rows settle. Storm's windows refuse ``"updates"``.
     :param late_rows: streaming only: ``"count"`` (the default) only counts late and null-time
         rows in the observed metrics; ``"emit"`` also outputs each of them as a row whose
         ``late_reason`` is ``"late"``, ``"null time"``, ``"invalid gap"`` (sessions with a per-row

@@ -861,8 +861,9 @@ class CountWindows(_StormWindows):
     window's ``end`` is the time of its last row (inclusive) and its ``start`` the time of its
     first row. Rows in no window (after a key's last m-th row, or between windows when the slide
     exceeds the length) are counted (``unwindowedRows`` in :func:`windowagg.metrics`;
-    ``unwindowed_rows`` in streaming), not aggregated. In streaming, windows come out final only
-    (``emit="updates"`` is refused).
+    ``unwindowed_rows`` in streaming), not aggregated. In streaming, windows come out final, or
+    also early with ``emit="every ..."`` (a value fired for bounds that late rows shift is
+    retracted); ``emit="updates"`` is refused.
     """
 
     _JVM_NAME = "CountWindows"
@@ -936,7 +937,8 @@ class DurationWindows(_StormWindows):
     m rows span more than the length, or a slide longer than the length) are counted, not
     aggregated. In streaming, windows come out final (``emit="updates"`` is refused); with a slide
     in time (``every("10 minutes")``), ``emit="every ..."`` also gives the running value of each
-    window not evaluated yet.
+    window not evaluated yet; otherwise it gives the windows of the rows so far before the rows
+    settle, retracting a value fired for bounds that late rows shift.
     """
 
     _JVM_NAME = "DurationWindows"

@@ -15,8 +15,9 @@ import windowagg.spark.common.{Emission, EmissionTrigger, KeyValue, OpenWindows,
 /**
  * The emission policies: early firing (`emit = "every <interval>"`) gives an open window's running
  * value at most once per interval while it changes, then its final value once, marked `is_final`;
- * over sessions, a value fired for bounds that later grow or merge away is retracted; Storm's
- * windows, final only, refuse it. A policy is one case: a test's own runs with nothing else changed.
+ * over sessions, a value fired for bounds that later grow or merge away is retracted, and over
+ * Storm's windows one fired for bounds that late rows shift. A policy is one case: a test's own runs
+ * with nothing else changed.
  */
 class EmissionSuite extends AnyFunSuite with SparkSessionFixture {
   private val second = 1000000L
@@ -54,7 +55,7 @@ class EmissionSuite extends AnyFunSuite with SparkSessionFixture {
     assert(early.forall(r => r._1 == 0L && r._2 == 60L))
   }
 
-  test("every: the interval is a duration; Storm's windows refuse it, and the append mode too") {
+  test("every: the interval is a duration; Storm's views and the append mode refuse it, and Storm's windows updates") {
     import spark.implicits._
     val input = MemoryStream[(String, Long, Long)](spark)
     def analyse(definition: WindowDefinition, emit: String): DataFrame =
@@ -63,12 +64,13 @@ class EmissionSuite extends AnyFunSuite with SparkSessionFixture {
     assert(bad.getMessage.contains("now and then"), bad.getMessage)
     val zero = intercept[WindowAggException](analyse(TimeWindows.of("1 minute").grace("0 seconds"), "every 0 seconds"))
     assert(zero.getMessage.contains("must be positive"), zero.getMessage)
-    val counts = intercept[AnalysisException](analyse(CountWindows.of(3).lag("0 seconds"), "every 10 seconds"))
-    assert(counts.getMessage.contains("final only"), counts.getMessage)
-    val everyRow = intercept[AnalysisException](analyse(DurationWindows.of("30 seconds").lag("0 seconds"), "every 10 seconds"))
-    assert(everyRow.getMessage.contains("final only") && everyRow.getMessage.contains("every length of time"), everyRow.getMessage)
+    // windows whose bounds follow their rows retract values fired for bounds that shift; a duration evaluated every slide of time keeps them
+    assert(analyse(CountWindows.of(3).lag("0 seconds"), "every 10 seconds").columns.toSeq == Seq("k", "window", "s", "retraction", "is_final"))
+    assert(analyse(DurationWindows.of("30 seconds").lag("0 seconds"), "every 10 seconds").columns.contains("retraction"))
+    assert(analyse(DurationWindows.of("30 seconds").every("10 seconds").lag("0 seconds"), "every 10 seconds").columns.toSeq ==
+      Seq("k", "window", "s", "is_final"))
     val updates = intercept[AnalysisException](analyse(DurationWindows.of("30 seconds").every("10 seconds").lag("0 seconds"), "updates"))
-    assert(updates.getMessage.contains("final only"), updates.getMessage)
+    assert(updates.getMessage.contains("final only") && updates.getMessage.contains("emit 'every <interval>'"), updates.getMessage)
     val views = intercept[AnalysisException](stream(input).groupBy(col("k"), window(col("ts"),
       DurationWindows.of("30 seconds").every("10 seconds").lag("0 seconds"), Map("emit" -> "every 10 seconds")))
       .agg(sum("v").as("s"), windowagg.functions.newRows(sum("v")).as("fresh")))
@@ -208,6 +210,73 @@ class EmissionSuite extends AnyFunSuite with SparkSessionFixture {
     val early = out.count(r => !r.getBoolean(4) && !r.getBoolean(5))
     val retracted = out.count(_.getBoolean(5))
     assert(early > expected.length / 2 && retracted > 0, s"$early early values, $retracted retractions")
+  }
+
+  test("every over count windows: values before the rows settle; a value fired for bounds that late rows shift is retracted") {
+    import spark.implicits._
+    val input = MemoryStream[(String, Long, Long)](spark)
+    // two rows a window; the watermark trails the latest row by 25 s, so rows wait that long to settle
+    val windows = stream(input).groupBy(col("k"), window(col("ts"), CountWindows.tumbling(2).lag("25 seconds"),
+      Map("emit" -> "every 10 seconds"))).agg(sum("v").as("s"))
+    val query = windows.writeStream.format("memory").queryName("every_counts").outputMode("update").start()
+    try {
+      def add(rows: (String, Long, Long)*): Unit = { input.addData(rows); query.processAllAvailable() }
+      add(("a", 100 * second, 1L), ("a", 110 * second, 2L)) // fires at once: [100 s, 110 s], its rows not settled
+      add(("a", 120 * second, 4L)) // a later interval, but 120 s is in no window yet: nothing to fire
+      add(("a", 105 * second, 8L)) // on time: the rows so far make [100 s, 105 s] and [110 s, 120 s], fired
+      add(("b", 300 * second, 0L)) // the watermark passes 120 s: both are final, and [100 s, 110 s] is no window
+    } finally query.stop()
+    assert(sessionRows("every_counts") == Seq(
+      (100L, 110L, Some(3L), false, false),
+      (100L, 105L, Some(9L), false, false),
+      (110L, 120L, Some(6L), false, false),
+      (100L, 105L, Some(9L), true, false),
+      (110L, 120L, Some(6L), true, false),
+      (100L, 110L, None, false, true)))
+  }
+
+  test("every over random windows cut at rows: final values equal batch, and every early value is replaced or retracted") {
+    import spark.implicits._
+    val rnd = new scala.util.Random(31)
+    // distinct times (bounds name one window), arriving up to 40 s out of order, within the 60 s lag
+    val events = rnd.shuffle((0 until 900).toVector).take(300).map(t => (s"k${rnd.nextInt(3)}", t.toLong * second, 1L + rnd.nextInt(9)))
+    val arrival = events.sortBy(e => e._2 + rnd.nextInt(40) * second).grouped(30).toSeq
+    def flat(df: DataFrame): Seq[(String, Long, Long, Long)] =
+      df.select(col("k"), unix_micros(col("window.start")), unix_micros(col("window.end")), col("s")).collect()
+        .map(r => (r.getString(0), r.getLong(1), r.getLong(2), r.getLong(3))).toSeq.sorted
+    for ((definition, i) <- Seq(CountWindows.tumbling(3), CountWindows.of(4).slide(2), DurationWindows.of("30 seconds").slide(2))
+        .map(_.lag("60 seconds")).zipWithIndex) {
+      def windowsOf(df: DataFrame, emit: String): DataFrame =
+        df.groupBy(col("k"), window(col("ts"), definition, Map("emit" -> emit))).agg(sum("v").as("s"))
+      val expected = flat(windowsOf(events.toDF("k", "t", "v").select(col("k"), timestamp_micros(col("t")).as("ts"), col("v")), "final"))
+      val input = MemoryStream[(String, Long, Long)](spark)
+      val name = s"every_random_rows_$i"
+      val query = windowsOf(stream(input), "every 20 seconds").where(col("k") =!= "flush")
+        .writeStream.format("memory").queryName(name).outputMode("update").start()
+      try {
+        arrival.foreach { chunk =>
+          input.addData(chunk)
+          query.processAllAvailable()
+        }
+        input.addData(Seq(("flush", 5000 * second, 0L)))
+        query.processAllAvailable()
+      } finally query.stop()
+      val out = spark.table(name)
+        .select(col("k"), unix_micros(col("window.start")), unix_micros(col("window.end")), col("s"), col("is_final"), col("retraction"))
+        .collect().toSeq
+      assert(flat(spark.table(name).where(col("is_final"))) == expected, definition)
+      // the rows as an upserting sink applies them: early and final values put, retractions remove a value put before
+      val standing = scala.collection.mutable.Map.empty[(String, Long, Long), Long]
+      out.foreach { r =>
+        val bounds = (r.getString(0), r.getLong(1), r.getLong(2))
+        if (r.getBoolean(5)) assert(standing.remove(bounds).isDefined, s"$definition: $bounds retracted but never emitted")
+        else standing(bounds) = r.getLong(3)
+      }
+      assert(standing.toSeq.map { case ((k, s, e), v) => (k, s, e, v) }.sorted == expected, definition)
+      val early = out.count(r => !r.getBoolean(4) && !r.getBoolean(5))
+      val retracted = out.count(_.getBoolean(5))
+      assert(early > expected.length / 2 && retracted > 0, s"$definition: $early early values, $retracted retractions")
+    }
   }
 
   test("a policy of a test's own (every n rows) runs as one case: the kinds and the processor do not change") {

@@ -55,7 +55,7 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     assert(message.contains("emit 'updates' (sliding 10 seconds)"), message)
     assert(message.contains("outputMode('update')"), message)
     val sessions = refused(start(windowed(newInput(), SessionWindows.withInactivityGap("10 seconds"), Map("emit" -> "updates")), "append"))
-    assert(sessions.contains("retracts merged sessions"), sessions)
+    assert(sessions.contains("retracts values of windows whose bounds changed (sessions that grew or merged"), sessions)
   }
 
   test("the complete output mode gets windowagg's own message, whatever the emission") {

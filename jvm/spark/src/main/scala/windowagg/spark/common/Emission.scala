@@ -34,9 +34,10 @@ abstract class Emission(val name: String) extends Serializable {
 
   /**
    * One task's side of the policy: `state(name)` is a per-key value of the policy's own in the
-   * checkpoint (declared when asked), `merging` whether the kind's windows merge (their bounds change).
+   * checkpoint (declared when asked), `boundsChange` whether an open window's bounds can change
+   * (sessions grow and merge; windows cut at rows shift as their rows settle).
    */
-  private[spark] def trigger(state: String => KeyValue[Array[Byte]], merging: Boolean): EmissionTrigger
+  private[spark] def trigger(state: String => KeyValue[Array[Byte]], boundsChange: Boolean): EmissionTrigger
 
   override def toString: String = name
 }
@@ -57,6 +58,12 @@ private[spark] abstract class EmissionTrigger {
 
   /** Whether a window merged into another (sessions) is retracted now. */
   def onMerged(start: Long, end: Long): Boolean = false
+
+  /**
+   * Every window of the key ending before `before` is final by now (windows cut at rows, once their
+   * rows settled), so bounds the policy emitted early that did not come out final are no window's.
+   */
+  def settled(before: Long, out: WindowOutput): Unit = ()
 
   /**
    * The policy's own firing, after a key's `rows` rows (or its timer: none) changed the windows
@@ -89,7 +96,7 @@ object Emission {
     override def outputMode: OutputMode = OutputMode.Append()
     override def emitsFinal: Boolean = true
     override def emitsChanges: Boolean = false
-    override private[spark] def trigger(state: String => KeyValue[Array[Byte]], merging: Boolean): EmissionTrigger = new EmissionTrigger {}
+    override private[spark] def trigger(state: String => KeyValue[Array[Byte]], boundsChange: Boolean): EmissionTrigger = new EmissionTrigger {}
   }
 
   /** Every window a micro-batch changed, with its current value, merged sessions retracted: the update output mode. */
@@ -97,7 +104,7 @@ object Emission {
     override def outputMode: OutputMode = OutputMode.Update()
     override def emitsFinal: Boolean = false
     override def emitsChanges: Boolean = true
-    override private[spark] def trigger(state: String => KeyValue[Array[Byte]], merging: Boolean): EmissionTrigger = new EmissionTrigger {
+    override private[spark] def trigger(state: String => KeyValue[Array[Byte]], boundsChange: Boolean): EmissionTrigger = new EmissionTrigger {
       override def onFinal(start: Long, end: Long, out: WindowOutput): Boolean = false
       override def onChange(start: Long, end: Long): Boolean = true
       override def onMerged(start: Long, end: Long): Boolean = true
@@ -110,7 +117,9 @@ object Emission {
    * open and changed since, then its final value once, marked `is_final`: the update output mode.
    * Over windows that merge (sessions), as Flink's continuous trigger over merging windows: a value
    * fired for bounds that later grow or merge away is retracted when the window holding it is next
-   * emitted, early or final.
+   * emitted, early or final. Over windows cut at rows (Storm's count windows), a window's value
+   * before its rows settle: one fired for bounds its rows no longer make is retracted once they
+   * settle.
    */
   final case class Every(every: TimeSpan, ticks: Long) extends Emission(s"every ${every.spec}") {
     require(ticks > 0)
@@ -119,20 +128,20 @@ object Emission {
     override def emitsChanges: Boolean = false
     override def marksFinal: Boolean = true
     override def retractsMerged: Boolean = true
-    override private[spark] def trigger(state: String => KeyValue[Array[Byte]], merging: Boolean): EmissionTrigger =
-      new EveryInterval(ticks, state(Every.FiringVariable), if (merging) Some(state(Every.FiredVariable)) else None)
+    override private[spark] def trigger(state: String => KeyValue[Array[Byte]], boundsChange: Boolean): EmissionTrigger =
+      new EveryInterval(ticks, state(Every.FiringVariable), if (boundsChange) Some(state(Every.FiredVariable)) else None)
   }
 
   object Every {
     /** The interval the key last fired in, then the marks changed since (8 bytes each). */
     val FiringVariable = "firing"
-    /** Over merging windows: the bounds (start, end) of the values fired and not yet replaced. */
+    /** Where bounds change (sessions, count windows): the bounds (start, end) of the values fired and not yet replaced. */
     val FiredVariable = "fired"
   }
 
   private final class EveryInterval(every: Long, firingState: KeyValue[Array[Byte]], firedState: Option[KeyValue[Array[Byte]]])
       extends EmissionTrigger {
-    // over merging windows, the key's fired bounds, read at its first use in a call and written by fire
+    // where bounds change, the key's fired bounds, read at their first use in a call and written by fire
     private var fired: Array[Long] = _
 
     private def firedBounds: Array[Long] = {
@@ -161,6 +170,17 @@ object Emission {
     override def onFinal(start: Long, end: Long, out: WindowOutput): Boolean = {
       replace(start, end, keep = false, out)
       true
+    }
+
+    override def settled(before: Long, out: WindowOutput): Unit = if (firedState.isDefined) {
+      val bounds = firedBounds
+      val kept = Array.newBuilder[Long]
+      var i = 0
+      while (i < bounds.length) {
+        if (bounds(i + 1) < before) out.retract(bounds(i), bounds(i + 1)) else kept += bounds(i) += bounds(i + 1)
+        i += 2
+      }
+      fired = kept.result()
     }
 
     override def fire(watermark: Long, rows: Long, marks: Array[Long], open: OpenWindows, out: WindowOutput): Option[Long] = {

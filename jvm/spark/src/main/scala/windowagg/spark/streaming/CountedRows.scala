@@ -15,9 +15,11 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Emission, Engine, NotWind
   WindowAggError, WindowAggException}
 
 /**
- * Kinds cut at rows (Storm's count windows, windows evaluated every n rows or every row) in
- * streaming, emitted final; duration windows evaluated every slide of time, whose rows follow from
- * their times, also early (the changes reported to the emission policy are the on-time rows' times).
+ * Kinds cut at rows (Storm's count and duration windows) in streaming, emitted final, and early
+ * under a policy that fires early (the changes reported to it are the on-time rows' times): duration
+ * windows evaluated every slide of time under the bounds their rows' times give them; other windows
+ * as the rows so far in their order so far cut them, their bounds following their rows, so that a
+ * value fired for bounds that late rows then shift is retracted once the rows settle.
  *
  * State per key: the settled rows (behind the watermark, so their order is fixed), one partial
  * aggregate each under its position among the key's rows, only as many as a window not yet final
@@ -41,22 +43,29 @@ private[spark] object CountedRows extends StreamingKind {
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine =
     Combine.none("Storm's windows are cut at rows")
 
+  /**
+   * Early values of windows whose bounds follow their rows (counts, slides in rows) can go stale as
+   * late rows shift them; a length of time evaluated every slide of time keeps its bounds.
+   */
+  override def retracts(windows: ResolvedWindows): Boolean = !spansOfTime(windows)
+
+  private def spansOfTime(windows: ResolvedWindows): Boolean = Engine.of(windows).cutAtRows.exists(_.spansOfTime)
+
   /** A key's rows wait for windows that later rows would make, which an idle key never sends. */
   override def keepsIdleKeys(windows: ResolvedWindows): Boolean = true
 
   /**
-   * Windows come out final; early values only where a window's rows follow from their times
-   * (a length of time evaluated every slide of time), and not with Storm's views, known only as a
-   * window is evaluated.
+   * Windows come out final, or early too (emit 'every ...'), but not every change (updates): a
+   * window's rows are settled only as the watermark passes them. Not early with Storm's views,
+   * known only as a window is evaluated.
    */
   override def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission, withViews: Boolean): Unit = {
-    val spansOfTime = Engine.of(windows).cutAtRows.exists(_.spansOfTime)
-    if (emission.emitsChanges || (emission.marksFinal && !spansOfTime)) {
+    if (emission.emitsChanges) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
-        s"$definition cuts windows at rows, whose order is settled only once the watermark passes them, so no " +
-          "window is open to report before then: its windows come out final only; use emit 'final' (and the append " +
-          "output mode). Duration windows evaluated every length of time (e.g. 'duration 1 hour every 10 minutes') " +
-          "can also fire early (emit 'every ...')")
+        s"$definition cuts windows at rows, whose order is settled only once the watermark passes them, so emit " +
+          s"'${emission.name}' has no change of a window to report before then: its windows come out final only (emit " +
+          "'final', and the append output mode), or also early (emit 'every <interval>', and the update output mode: " +
+          "a window's value before its rows settle, retracted if they shift)")
     }
     if (emission.marksFinal && withViews) {
       throw WindowAggException(WindowAggError.INVALID_OPTION,
@@ -210,6 +219,7 @@ private[spark] object CountedRows extends StreamingKind {
     override def expire(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       val progress = readProgress()
       settle(progress, watermark, out, again = true)
+      out.settled(Long.MaxValue) // no window of the key comes out any more: values fired early go
       // every row is behind the watermark now: those no window took yet never will be
       var position = unwindowedFrom
       while (position < keptUntil) {
@@ -223,21 +233,38 @@ private[spark] object CountedRows extends StreamingKind {
     }
 
     /**
-     * The key's windows not evaluated yet, for the emission policy: where rows follow from their
-     * times ([[windowagg.core.RowWindows.spansOfTime]]), those ending at or after the watermark that
-     * hold a changed time, over the settled rows kept and the rows waiting; otherwise none.
+     * The key's windows not evaluated yet, for the emission policy, over the settled rows kept and
+     * the rows waiting. Where rows follow from their times ([[windowagg.core.RowWindows.spansOfTime]]),
+     * those ending at or after the watermark that hold a changed time, under their final bounds;
+     * otherwise the windows the kind's cursor makes of those rows in their order so far that end at
+     * or after the watermark and the first changed time (a window before it has the same rows).
      */
     private def openWindows(progress: Progress, watermark: Long): OpenWindows = new OpenWindows {
       override def isEmpty: Boolean = progress.next == progress.first && waiting.get() == null
 
-      override def holding(marks: Array[Long])(f: (Long, Long, InternalRow) => Unit): Unit = {
+      override def holding(marks: Array[Long])(f: (Long, Long, InternalRow) => Unit): Unit =
+        if (kind.spansOfTime) spansHolding(marks)(f)
+        else if (marks.nonEmpty) {
+          val rows = keptRows(progress) ++ inOrder(readWaiting().map(WaitingRow(_, tieFields)).toArray).iterator
+            .map(r => Timed(r.time, aggregates.fromBytes(r.partial)))
+          val cursor = kind.rowCursor(progress.first, rows, aggregates, until = None, views = false)(_ => ())
+          val from = math.max(watermark, marks.head)
+          var lastStart = 0L
+          var lastEnd = Long.MinValue
+          while (cursor.advance()) {
+            // a window evaluated again at its time (several triggers at one time) is one early value
+            if (cursor.end >= from && (cursor.start != lastStart || cursor.end != lastEnd)) {
+              f(cursor.start, cursor.end, cursor.aggregate)
+              lastStart = cursor.start
+              lastEnd = cursor.end
+            }
+          }
+        }
+
+      private def spansHolding(marks: Array[Long])(f: (Long, Long, InternalRow) => Unit): Unit = {
         val open = marks.iterator.flatMap(kind.windowsHolding).filter(_._2 >= watermark).toArray.distinct.sortBy(_._2)
         if (open.nonEmpty) {
-          // each row's time and partial: a settled entry's bytes after its time, a waiting row's own
-          val rows = ((progress.first until progress.next).iterator.map { position =>
-            val bytes = settled.get(position)
-            Timed(ByteBuffer.wrap(bytes).getLong, aggregates.fromBytes(bytes, 8, bytes.length - 8))
-          } ++ readWaiting().iterator.map { bytes =>
+          val rows = (keptRows(progress) ++ readWaiting().iterator.map { bytes =>
             val row = WaitingRow(bytes, tieFields)
             Timed(row.time, aggregates.fromBytes(row.partial))
           }).toArray
@@ -248,6 +275,17 @@ private[spark] object CountedRows extends StreamingKind {
         }
       }
     }
+
+    /** The settled rows kept, in order, each with its partial aggregate (a buffer of its own). */
+    private def keptRows(progress: Progress): Iterator[Timed[InternalRow]] =
+      (progress.first until progress.next).iterator.map { position =>
+        val bytes = settled.get(position)
+        Timed(ByteBuffer.wrap(bytes).getLong, aggregates.fromBytes(bytes, 8, bytes.length - 8))
+      }
+
+    /** Rows in the order windows cut them: time, then the tie order. */
+    private def inOrder(rows: Array[WaitingRow]): Array[WaitingRow] =
+      rows.sortWith((a, b) => a.time < b.time || (a.time == b.time && tieOrdering.compare(a.order, b.order) < 0))
 
     /** Keeps the key's one timer (also kept in its progress) at the expiry of `nextEnd`, or none. */
     private def scheduleTimer(progress: Progress, nextEnd: Option[Long]): Unit =
@@ -277,7 +315,7 @@ private[spark] object CountedRows extends StreamingKind {
         val bytes = settled.get(position)
         Timed(ByteBuffer.wrap(bytes).getLong, java.util.Arrays.copyOfRange(bytes, 8, bytes.length))
       }
-      val arriving = ready.sortWith((a, b) => a.time < b.time || (a.time == b.time && tieOrdering.compare(a.order, b.order) < 0))
+      val arriving = inOrder(ready)
       arriving.iterator.zipWithIndex.foreach { case (row, i) =>
         settled.update(progress.next + i, settledEntry(row.time, row.partial))
       }
@@ -296,6 +334,7 @@ private[spark] object CountedRows extends StreamingKind {
       progress.first = first + result.drop
       progress.accountedBefore = result.accountedBefore
       progress.settledUntil = watermark
+      out.settled(watermark)
       if (spec.withViews) result.lastWindowHead.foreach(progress.lastWindowHead = _)
       if (ready.nonEmpty) {
         if (still.isEmpty) waiting.clear() else waiting.update(encodeWaiting(still.map(_.bytes).toSeq))

@@ -54,7 +54,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
 
   def emission: Emission = spec.emission
 
-  def retracts: Boolean = kind.retracts
+  def retracts: Boolean = kind.retracts(spec.windows)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     val partition = Option(TaskContext.get()).map(_.partitionId()).getOrElse(0)
@@ -64,7 +64,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     whole = new UnsafeRow(spec.valueAttributes.length)
     states = new HandleKeyStates(getHandle)
     emitter = new Emitter(spec, tools.aggregates, tools.toOutput,
-      spec.emission.trigger(name => states.value(name, Encoders.BINARY), kind.retracts))
+      spec.emission.trigger(name => states.value(name, Encoders.BINARY), retracts))
     timers = new Timers(spec.ticksPerMilli, spec.keying == StateKeying.ByPartition, getHandle, states)
     if (spec.expireIdleAfter.isDefined) latestRow = states.value("latestRow", Encoders.LONG)
     logic = kind.open(spec, tools, states, timers)
@@ -294,6 +294,9 @@ private[spark] final class Emitter(spec: StreamingWindowSpec, aggregates: SparkA
 
   /** A window merged into another (sessions). */
   def retracted(start: Long, end: Long): Unit = if (trigger.onMerged(start, end)) retract(start, end)
+
+  /** Every window of the key ending before `before` is final now (windows cut at rows, their rows settled). */
+  def settled(before: Long): Unit = trigger.settled(before, this)
 
   /**
    * The policy's own firing, once per key and call after the kind has read the key's rows or timer:

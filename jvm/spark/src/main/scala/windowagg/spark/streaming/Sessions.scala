@@ -48,7 +48,7 @@ private[spark] object Sessions extends StreamingKind {
    */
   override val layout: StateLayout = StateLayout("sessions", 3)
 
-  override def retracts: Boolean = true
+  override def retracts(windows: ResolvedWindows): Boolean = true
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine = {
     val fixedGap = spec.engine.merging.exists(_.fixedGap.isDefined) && spec.gapOrdinal.isEmpty

@@ -28,8 +28,12 @@ private[spark] trait StreamingKind extends Serializable {
    */
   def previousLayout: Option[PreviousLayout] = None
 
-  /** Whether update mode retracts windows merged into others. */
-  def retracts: Boolean = false
+  /**
+   * Whether an open window's bounds can change (sessions grow and merge; windows cut at rows shift
+   * as their rows settle), so that a value emitted for bounds no window has any more is retracted
+   * (update mode, early firing): a `retraction` column.
+   */
+  def retracts(windows: ResolvedWindows): Boolean = false
 
   /** Refuses, at analysis and naming why, an emission this kind cannot honour (`withViews`: Storm's views are asked for). */
   def check(definition: WindowDefinition, windows: ResolvedWindows, emission: Emission, withViews: Boolean): Unit = {

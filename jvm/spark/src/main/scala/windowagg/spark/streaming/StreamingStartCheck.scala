@@ -103,7 +103,7 @@ final case class StreamingStartCheck(session: SparkSession) extends Rule[Logical
         val what = if (p.emission.emitsChanges) "every new value of a window" else "early values of a window before its final one"
         throw WindowAggException(WindowAggError.OUTPUT_MODE,
           s"emit '${p.emission}' (${p.stateRecord.field(Window).getOrElse("")}) sends $what" +
-            (if (p.retracts && p.emission.retractsMerged) " and retracts merged sessions" else "") +
+            (if (p.retracts && p.emission.retractsMerged) " and retracts values of windows whose bounds changed (sessions that grew or merged, count windows whose rows shifted)" else "") +
             ", which an append-mode sink would keep as new rows: start the query with outputMode('update'), " +
             "or use emit 'final' with outputMode('append')")
       }

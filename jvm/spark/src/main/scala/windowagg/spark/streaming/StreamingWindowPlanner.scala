@@ -131,9 +131,10 @@ object StreamingWindowPlanner {
       Alias(out(ordinal), target.name)(exprId = target.exprId)
     }
     val late = if (options.emitLateRows) Seq(out(spec.lateReasonOrdinal), out(spec.lateRowOrdinal)) else Nil
-    // sessions emitted before they are final: merged-away values come as rows marked retraction = true
+    // windows emitted before they are final whose bounds change (sessions, count windows): values
+    // under bounds no window has any more come as rows marked retraction = true
     val retraction =
-      if (kind.retracts && emission.retractsMerged) {
+      if (kind.retracts(spec.windows) && emission.retractsMerged) {
         Seq(Alias(EqualTo(out(spec.kindOrdinal), Literal(StreamingWindowSpec.RetractionKind)), RetractionColumn)())
       } else Nil
     val isFinal = if (emission.marksFinal) Seq(out(spec.isFinalOrdinal)) else Nil
