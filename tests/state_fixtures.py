@@ -53,6 +53,7 @@ LAYOUTS = {
     "tumbling-early": "partials by time",
     "session-early": "sessions",
     "duration-early": "rows",
+    "count-early": "rows",
 }
 CURRENT = {"partials by time": 5, "listed partials by time": 3, "sessions": 3, "rows": 2}
 CONVERTS = {"partials by time": 2, "sessions": 2, "rows": 1}
@@ -97,7 +98,8 @@ def _python_quarters(w):
 
 # The kinds 0.4.0 writes fixtures of too: user-defined JVM kinds (the examples jar), table windows
 # and Python windows; and queries firing early, whose emission policy keeps state of its own beside
-# the kind's (the partial times changed since the key last fired; over sessions, the bounds fired).
+# the kind's (the partial times changed since the key last fired; over sessions and count windows,
+# whose bounds change, the bounds fired).
 FIXTURE_KINDS = {
     **KINDS,
     "custom": (lambda w: w.CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth=2), "final"),
@@ -106,6 +108,7 @@ FIXTURE_KINDS = {
     "tumbling-early": (lambda w: w.TimeWindows.of("1 minute"), "every 20 seconds"),
     "session-early": (lambda w: w.SessionWindows.withInactivityGap("20 seconds"), "every 20 seconds"),
     "duration-early": (lambda w: w.DurationWindows.of("30 seconds").every("10 seconds"), "every 20 seconds"),
+    "count-early": (lambda w: w.CountWindows.of(5).slide(2), "every 20 seconds"),
 }
 
 
