@@ -46,6 +46,20 @@ class IdleKeyExpirySuite extends AnyFunSuite with SparkSessionFixture {
   private def observed(query: StreamingQuery, name: String): Long =
     query.recentProgress.flatMap(p => Option(p.observedMetrics.get("windowagg"))).map(_.getAs[Long](name)).sum
 
+  test("count windows firing early: an expired key's value fired for a window that never comes out is retracted") {
+    // the last 3 rows at every hour: the window ending at 1 hour fires early at once; the key idles
+    // past a minute long before the watermark reaches that hour, so the window never comes out
+    val (out, _) = run("expire_count_early", CountWindows.of(3).every("1 hour"),
+      Map("emit" -> "every 10 seconds", "expireIdleKeys" -> "1 minute"), "update",
+      Seq(Seq(("a", second, 1L)), Seq(("c", 5 * minute, 2L))))
+    val a = out.where(col("k") === "a" && col("late_reason").isNull)
+      .select(unix_micros(col("window.start")) / second, unix_micros(col("window.end")) / second, col("s"), col("is_final"),
+        col("retraction"))
+      .collect().map(r => (r.getDouble(0).toLong, r.getDouble(1).toLong, Option(r.get(2)), r.getBoolean(3), r.getBoolean(4))).toSeq
+    assert(a == Seq((1L, 3600L, Some(1L), false, false), (1L, 3600L, None, false, true)), a)
+    assert(out.where(col("k") === "a" && col("late_reason") === "expired").count() == 1)
+  }
+
   test("count windows: an idle key's rows that no window took are routed as expired; its next rows start afresh") {
     val (out, query) = run("expire_count", CountWindows.tumbling(3), Map("expireIdleKeys" -> "10 minutes"), "append", Seq(
       Seq(("a", 0L, 1L), ("a", second, 2L), ("b", 0L, 10L), ("b", second, 20L), ("b", 2 * second, 30L),
