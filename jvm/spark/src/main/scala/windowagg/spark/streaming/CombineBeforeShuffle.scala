@@ -11,7 +11,7 @@ import windowagg.spark.common.{PackedRow, SupportedSpark, WindowAggError, Window
 
 /**
  * How a streaming aggregation's rows combine before the shuffle, and why: the kind's choice
- * ([[StreamingKind.combine]]), which plans its own stage ([[plan]]). Rows crossing whole are the
+ * (`StreamingKind.combine`), which plans its own stage ([[plan]]). Rows crossing whole are the
  * one way every kind shares; a kind that combines defines its own case in its file.
  */
 abstract class Combine(val why: String) extends Serializable {

@@ -97,7 +97,7 @@ final case class StreamingWindowSpec(
 
   /**
    * The attributes of a partial made by Spark's partial aggregation before the shuffle
-   * ([[PartialsByTime.PartialsBeforeShuffle]]): its partial time, its row count, the aggregates' buffers, then
+   * (`PartialsByTime.PartialsBeforeShuffle`): its partial time, its row count, the aggregates' buffers, then
    * where rows list their windows the partial's ([[pieceWindowsType]]).
    */
   lazy val partialAttributes: Seq[Attribute] =
