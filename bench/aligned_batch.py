@@ -69,7 +69,7 @@ sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402
 import harness  # noqa: E402
 import report  # noqa: E402
-from harness import log, ratio  # noqa: E402
+from harness import log  # noqa: E402
 
 DOC = report.DOCS / "benchmarks-aligned.md"
 IMG = report.DOCS / "img" / "aligned_batch.png"
@@ -565,12 +565,9 @@ def _c(res, sec, comp):
     return res["sections"].get(sec, {}).get("cells", {}).get(comp)
 
 
-def ratio_text(res, sec, num, den) -> tuple[str, str, float | None, float | None]:
-    """Cell num ÷ cell den of a section: (wall text, CPU text, wall value, CPU value)."""
-    cn, cd = _c(res, sec, num), _c(res, sec, den)
-    tw, rw, _ = report.bounded_ratio(cn, cd, "median_s")
-    tc, rc, _ = report.bounded_ratio(cn, cd, "median_cpu_s")
-    return tw, tc, rw, rc
+def ratio_text(res, sec, num, den) -> tuple[str, str]:
+    """Cell num ÷ cell den of a section: (wall text, CPU text)."""
+    return report.wall_and_cpu_ratios(_c(res, sec, num), _c(res, sec, den))
 
 
 def summary(res) -> None:
@@ -581,7 +578,7 @@ def summary(res) -> None:
             if k in sec:
                 log(f"SUMMARY {name:10s} {k}: {sec[k]}")
     for sec, num, den, label in RATIOS:
-        tw, tc, _, _ = ratio_text(res, sec, num, den)
+        tw, tc = ratio_text(res, sec, num, den)
         if tw != "–":
             log(f"SUMMARY ratio {sec}: {label}: wall {tw}, CPU {tc}")
 
@@ -710,12 +707,10 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
     results = report.table(["section", "competitor", "wall (s)", "CPU (s)", "CPU ÷ wall", "shuffled (MB)",
                             "others (cores)", "contended runs"], "llrrrrrr", [
         [s, LABELS.get((s, comp), comp), report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
-         report.fmt_num(ratio(c.get("median_cpu_s"), c.get("median_s")), ".2f"),
-         report.fmt_num(c["shuffle_bytes"] / 1e6 if c.get("shuffle_bytes") is not None else None, ".1f"),
-         report.fmt_num(c.get("median_foreign_cores"), ".2f"), f"{c.get('contended_runs', 0)} of {len(c['times_s'])}"]
+         report.cpu_per_wall(c), report.shuffled_mb(c), *report.contention(c)]
         for s in SECTIONS if s in res["sections"] for comp, c in res["sections"][s]["cells"].items()])
     ratios = report.table(["section", "ratio", "wall time", "CPU time"], "llrr",
-                          [[s, label, *ratio_text(res, s, num, den)[:2]] for s, num, den, label in RATIOS
+                          [[s, label, *ratio_text(res, s, num, den)] for s, num, den, label in RATIOS
                            if ratio_text(res, s, num, den)[0] != "–"])
     # the inverse of each section's main ratio, so both directions are in the table
     both = []
@@ -724,8 +719,8 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
                       ("tumbling", "windowagg", "spark"), ("cumulative", "windowagg", "spark_union24"),
                       ("cumulative", "windowagg", "spark_hourly_running"), ("calendar", "windowagg", "spark_date_trunc"),
                       ("sessions", "windowagg", "spark")]:
-        tw1, tc1, _, _ = ratio_text(res, s, wa, sp)
-        tw2, tc2, _, _ = ratio_text(res, s, sp, wa)
+        tw1, tc1 = ratio_text(res, s, wa, sp)
+        tw2, tc2 = ratio_text(res, s, sp, wa)
         if tw1 != "–" or tw2 != "–":
             both.append([f"{s} ({LABELS.get((s, sp), sp)})", tw1, tw2, tc1, tc2])
     both = report.table(["section", "windowagg ÷ Spark (wall)", "Spark ÷ windowagg (wall)", "windowagg ÷ Spark (CPU)",

@@ -54,7 +54,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
 import report  # noqa: E402
-from harness import log, ratio  # noqa: E402
+from harness import log  # noqa: E402
 
 DOC = report.DOCS / "benchmarks-count.md"
 IMG = report.DOCS / "img" / "count_batch.png"
@@ -332,6 +332,9 @@ def main(argv=None) -> int:
 
 # ------------------------------------------------------------------------------ summary + report
 
+RATIOS = [("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")]  # num ÷ den
+
+
 def get_cell(res, comp, n):
     if comp == "sort_floor":
         return res.get("floor")
@@ -355,10 +358,9 @@ def summary(res) -> None:
             c = get_cell(res, comp, n)
             if c:
                 report.log_cell(f"N={n:<6d} {comp:18s}", c, 22)
-        for num, den in (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"), ("windowagg", "sort_floor")):
-            cn, cd = get_cell(res, num, n), get_cell(res, den, n)
-            log(f"SUMMARY N={n:<6d} {num} ÷ {den}: wall {report.bounded_ratio(cn, cd, 'median_s')[0]}, "
-                f"CPU {report.bounded_ratio(cn, cd, 'median_cpu_s')[0]}")
+        for num, den in RATIOS:
+            tw, tc = report.wall_and_cpu_ratios(get_cell(res, num, n), get_cell(res, den, n))
+            log(f"SUMMARY N={n:<6d} {num} ÷ {den}: wall {tw}, CPU {tc}")
         ck = res["lengths"][str(n)].get("check")
         if ck:
             log(f"SUMMARY N={n:<6d} check: " + ("error " + ck["error"] if "error" in ck else
@@ -394,28 +396,16 @@ def plot(res, path: Path) -> None:
               f"{' (quick run)' if res['args'].get('quick') else ''}: wall (left), CPU (right)")
 
 
-def verdict(kind_val: tuple[str, float | None, str], target: float) -> str:
-    text, v, kind = kind_val
-    if v is None:
-        return "not measured"
-    if kind == ">":  # lower bound
-        return "**missed**" if v > target else "undecided (lower bound only)"
-    return "**met**" if v <= target else "**missed**"
-
-
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     """The page: bench/count_batch_notes.md (all of its prose) filled with what this run measured."""
     plot(res, img)
     a, i = res["args"], res["input"]
     ns = sorted(int(x) for x in res["lengths"])
-    lo, hi, fr, fl = flat_ratio(res)
-    w_txt, c_txt = fr["median_s"][0], fr["median_cpu_s"][0]
-    vw, vc = verdict(fr["median_s"], TARGET_FLAT), verdict(fr["median_cpu_s"], TARGET_FLAT)
-    v = vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"
-    if any(c and c.get("contended_runs") for c in fl.values()):  # within a table cell: no block can hold it
-        v += " († other processes shared the cores during these runs: the wall times read high, the CPU ratio is " \
-             "the steadier figure)"
-    targets = [[f"windowagg time at N = {hi:,} ÷ at N = {lo:,} ≤ {TARGET_FLAT}×", f"{w_txt} wall, {c_txt} CPU", v]]
+    lo, hi, _, fl = flat_ratio(res)
+    # within a table cell: no block can hold it
+    targets = [report.flat_target(f"windowagg time at N = {hi:,} ÷ at N = {lo:,} ≤ {TARGET_FLAT}×", fl["hi"],
+                                  fl["lo"], TARGET_FLAT, " († other processes shared the cores during these runs: the "
+                                  "wall times read high, the CPU ratio is the steadier figure)")]
     checks = [res["lengths"][str(n)].get("check") for n in ns]
     checks = [c for c in checks if c]
     if checks:
@@ -435,17 +425,12 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     short = [n for n in ns if n > pk]
 
     def row(nlab, mean, comp, c):
-        par = ratio(c.get("median_cpu_s"), c.get("median_s")) if c["status"] == "ok" else None
         return [nlab, mean, SHORT[comp], report.fmt_seconds(c), report.fmt_seconds(c, "median_cpu_s"),
-                report.fmt_num(par, ".2f"), report.fmt_num(c.get("median_foreign_cores"), ".2f"),
-                f"{c.get('contended_runs', 0)} of {len(c.get('times_s') or [])}"]
+                report.cpu_per_wall(c), *report.contention(c)]
     rows = [row(f"{n:,}", f"{res['lengths'][str(n)]['mean_rows_per_window']:,.1f}", comp, c)
             for n in ns for comp in COMPETITORS if (c := res["lengths"][str(n)]["cells"].get(comp))]
     if res.get("floor"):
         rows.append(row("any", "–", "sort_floor", res["floor"]))
-
-    def both(cn, cd):
-        return f"{report.bounded_ratio(cn, cd, 'median_s')[0]} / {report.bounded_ratio(cn, cd, 'median_cpu_s')[0]}"
 
     checked = []
     for n in ns:
@@ -476,7 +461,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "shortest": f"{lo:,}",
         "longest": f"{hi:,}",
         "target_flat": TARGET_FLAT,
-        "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
+        "targets_table": report.targets_table(targets),
         "step_ms": i["step_ms"],
         "dup_fraction": f"{i['dup_fraction']:.0%}",
         "rows_sharing_an_earlier_time": f"{i['rows_sharing_an_earlier_time']:,}",
@@ -492,12 +477,12 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "ratios_table": "\n".join(report.table(
             ["N (rows)", "OVER ROWS default ÷ windowagg", "OVER ROWS segment tree ÷ windowagg",
              "windowagg ÷ shuffle+sort floor"], "rrrr",
-            [[f"{n:,}", *(both(get_cell(res, num, n), get_cell(res, den, n)) for num, den in
-                          (("over_rows", "windowagg"), ("over_rows_segtree", "windowagg"),
-                           ("windowagg", "sort_floor")))] for n in ns])),
+            [[f"{n:,}", *(" / ".join(report.wall_and_cpu_ratios(get_cell(res, num, n), get_cell(res, den, n)))
+                          for num, den in RATIOS)] for n in ns])),
         "flat_table": "\n".join(report.table(["ratio", "wall time", "CPU time"], "lrr", [
             [f"windowagg N = {n:,} ÷ N = {ns[0]:,}" + (f" (target ≤ {TARGET_FLAT}×)" if n == ns[-1] else ""),
-             *both(get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0])).split(" / ")] for n in ns[1:]])),
+             *report.wall_and_cpu_ratios(get_cell(res, "windowagg", n), get_cell(res, "windowagg", ns[0]))]
+            for n in ns[1:]])),
         "check_keys": a["check_keys"],
         "correctness_table": "\n".join(report.table(
             ["N (rows)", "OVER rows", "mean / max rows per window", "windowagg `windows()` rows", "mismatches",

@@ -339,10 +339,6 @@ def windowagg_input(plan: str) -> str:
     return line.split(" input=", 1)[1].strip() if line else "?"
 
 
-def shuffled_mb(c) -> str:
-    return report.fmt_num(c["shuffle_bytes"] / 1e6 if c and c.get("shuffle_bytes") is not None else None, ".1f")
-
-
 def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     """The page: bench/python_windows_notes.md filled with what this run measured."""
     plot(res, img)
@@ -358,7 +354,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     rate_met = rate["per_core"] is not None and rate["per_core"] >= TARGET_ROWS_PER_CORE
     ratio_verdict = report.verdict_at_most(vs_jvm, TARGET_RATIO)
     if pw and jc and (pw.get("contended_runs") or jc.get("contended_runs")):
-        ratio_verdict += " († other processes shared the cores during these runs)"
+        ratio_verdict += report.CONTENDED
     targets = [
         [f"PythonWindows ÷ JVM `FiscalQuarters` at {rows:,} rows ≤ {TARGET_RATIO:g}× (wall)",
          f"{vs_jvm[0]} wall, {vs_jvm_cpu[0]} CPU (PythonWindows {report.median_seconds(pw)}, JVM "
@@ -374,13 +370,9 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
 
     def row(name):
         c = cells[name]
-        ts = c.get("times_s") or []
-        spread = f"{min(ts):.2f} – {max(ts):.2f}" if len(ts) > 1 else "–"
-        return [f"`{name}`", SHORT[name], report.fmt_seconds(c), spread, report.fmt_seconds(c, "median_cpu_s"),
-                report.fmt_num(ratio(c.get("median_cpu_s"), c.get("median_s")), ".2f"),
-                report.fmt_num(rows_per_s(c), ",.0f"), report.fmt_num(rows_per_s(c, "median_cpu_s"), ",.0f"),
-                shuffled_mb(c),
-                report.fmt_num(c.get("median_foreign_cores"), ".2f"), f"{c.get('contended_runs', 0)} of {len(ts)}"]
+        return [f"`{name}`", SHORT[name], report.fmt_seconds(c), report.run_spread(c),
+                report.fmt_seconds(c, "median_cpu_s"), report.cpu_per_wall(c), report.fmt_num(rows_per_s(c), ",.0f"),
+                report.fmt_num(rows_per_s(c, "median_cpu_s"), ",.0f"), report.shuffled_mb(c), *report.contention(c)]
     ratio_rows = [[f"`{n}` ÷ `{d}`", *report.wall_and_cpu_ratios(cells.get(n), cells.get(d))]
                   for n, d in (("python_windows", "jvm_custom"), ("python_windows", "spark_builtin"),
                                ("jvm_custom", "spark_builtin"), ("assign_only", "scan_floor"))]
@@ -408,11 +400,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     check_rows = []
     if ck:
         for side in ("python_windows", "spark_builtin"):
-            x = ck[side]
-            check_rows.append([f"`{side}` against `jvm_custom`", f"{x['windowagg_rows']:,}",
-                               f"{x['range_join_rows']:,}", f"{x['pairs']:,}", f"**{x['mismatches']:,}**",
-                               f"{x['only_in_windowagg']:,} / {x['only_in_range_join']:,} / {x['count_mismatches']:,} / "
-                               f"{x['sum_mismatches']:,} / {x['avg_mismatches']:,}"])
+            check_rows.append([f"`{side}` against `jvm_custom`", *report.mismatch_cells(ck[side])])
     bad = sum(ck[s]["mismatches"] for s in ("python_windows", "spark_builtin")) if ck else None
     targets.append(["correctness: PythonWindows = JVM `FiscalQuarters` = Spark's date arithmetic (0 mismatches), "
                     "every row in one quarter",
@@ -425,7 +413,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "cores": cores,
         "target_ratio": f"{TARGET_RATIO:g}",
         "target_rate": f"{TARGET_ROWS_PER_CORE / 1e6:g}M",
-        "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
+        "targets_table": report.targets_table(targets),
         "ratio_missed": vs_jvm[1] is not None and vs_jvm[1] > TARGET_RATIO,
         "rate_missed": rate["per_core"] is not None and not rate_met,
         "ratio_text": vs_jvm[0],
@@ -450,8 +438,8 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "python_faster": vs_jvm[1] is not None and vs_jvm[1] < 1,
         "pw_input": windowagg_input(res["plans"].get("python_windows", "")),
         "jvm_input": windowagg_input(res["plans"].get("jvm_custom", "")),
-        "pw_mb": shuffled_mb(pw),
-        "jvm_mb": shuffled_mb(jc),
+        "pw_mb": report.shuffled_mb(pw),
+        "jvm_mb": report.shuffled_mb(jc),
         "rate_total": report.fmt_num(rate["total"], ",.0f"),
         "rate_per_core": report.fmt_num(rate["per_core"], ",.0f"),
         "rate_per_cpu_s": report.fmt_num(spark_rate, ",.0f"),

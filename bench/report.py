@@ -257,6 +257,29 @@ def fmt_seconds(c: dict | None, key: str = "median_s") -> str:
     return f"{v:.2f}{mark}{n}"
 
 
+def cpu_per_wall(c: dict | None) -> str:
+    """A batch cell's median CPU time ÷ its median wall time: the cores it kept busy."""
+    from harness import ratio
+    return fmt_num(ratio(c.get("median_cpu_s"), c.get("median_s")) if c and c["status"] == "ok" else None, ".2f")
+
+
+def run_spread(c: dict) -> str:
+    """A batch cell's fastest and slowest timed runs."""
+    ts = c.get("times_s") or []
+    return f"{min(ts):.2f} – {max(ts):.2f}" if len(ts) > 1 else "–"
+
+
+def shuffled_mb(c: dict | None) -> str:
+    """The bytes a batch cell's stages wrote to the shuffle, in MB."""
+    return fmt_num(c["shuffle_bytes"] / 1e6 if c and c.get("shuffle_bytes") is not None else None, ".1f")
+
+
+def contention(c: dict) -> list[str]:
+    """A results table's last two columns of a batch cell: the others' cores, and its contended runs."""
+    return [fmt_num(c.get("median_foreign_cores"), ".2f"),
+            f"{c.get('contended_runs', 0)} of {len(c.get('times_s') or [])}"]
+
+
 def log_cell(at: str, c: dict, wall_width: int) -> None:
     """A batch cell's SUMMARY line in its run's log: median wall and CPU time, and the others' share."""
     from harness import log
@@ -329,8 +352,39 @@ def verdict_at_least(v: tuple[str, float | None, str], target: float) -> str:
 
 
 def verdict_at_most(v: tuple[str, float | None, str], bound: float) -> str:
-    """The verdict on a "grows at most `bound`" ratio from bounded_ratio."""
-    return verdict(None if v[1] is None else v[1] <= bound)
+    """The verdict on a "grows at most `bound`" ratio from bounded_ratio; a lower bound (the numerator
+    timed out) misses it only when the bound does."""
+    _, x, kind = v
+    if kind == ">" and x is not None:
+        return "**missed**" if x > bound else "undecided (lower bound only)"
+    return verdict(None if x is None else x <= bound)
+
+
+CONTENDED = " († other processes shared the cores during these runs)"
+
+
+def targets_table(targets: list[list[str]]) -> str:
+    """A page's targets: what each asks, what the run measured, and the verdict."""
+    return "\n".join(table(["target", "measured", "verdict"], "lll", targets))
+
+
+def flat_target(target: str, c_hi: dict | None, c_lo: dict | None, bound: float, contended_note: str = "") -> list[str]:
+    """The targets table's row of "the time at the largest size ÷ at the smallest ≤ `bound`", judged on
+    wall and CPU time; `contended_note` follows the verdict when either cell had contended runs."""
+    wall, cpu = bounded_ratio(c_hi, c_lo, "median_s"), bounded_ratio(c_hi, c_lo, "median_cpu_s")
+    vw, vc = verdict_at_most(wall, bound), verdict_at_most(cpu, bound)
+    judged = vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"
+    if contended_note and any(c and c.get("contended_runs") for c in (c_hi, c_lo)):
+        judged += contended_note
+    return [target, f"{wall[0]} wall, {cpu[0]} CPU", judged]
+
+
+def mismatch_cells(x: dict) -> list[str]:
+    """A correctness table's cells of one harness.compare_windows result: the rows of each side, the
+    pairs, the mismatches and their kinds."""
+    return [f"{x['windowagg_rows']:,}", f"{x['range_join_rows']:,}", f"{x['pairs']:,}", f"**{x['mismatches']:,}**",
+            f"{x['only_in_windowagg']:,} / {x['only_in_range_join']:,} / {x['count_mismatches']:,} / "
+            f"{x['sum_mismatches']:,} / {x['avg_mismatches']:,}"]
 
 
 def pyplot():

@@ -77,7 +77,7 @@ sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402
 import harness  # noqa: E402
 import report  # noqa: E402
-from harness import log, ratio  # noqa: E402
+from harness import log  # noqa: E402
 
 BASE_MS = data.TABLE_BASE_MS  # the events' first instant (data.table_events)
 HOUR_MS = 3_600_000
@@ -502,6 +502,16 @@ def rerender(json_paths: list[Path], doc: Path | None = None, img: Path | None =
     report.rerender_one(json_paths, v.render, doc or v.doc, img or v.img)
 
 
+def faster_target(where: str, cw: dict | None, cj: dict | None) -> list[str]:
+    """The targets table's row of "the range join ÷ windowagg ≥ TARGET_FASTER" at the headline size."""
+    fast = report.faster_by(cj, cw)
+    judged = report.verdict_at_least(fast, TARGET_FASTER)
+    if any(c and c.get("contended_runs") for c in (cw, cj)):
+        judged += report.CONTENDED
+    return [f"range join ÷ windowagg at {where} ≥ {TARGET_FASTER:g}×",
+            f"{fast[0]} (windowagg {report.median_seconds(cw)}, range join {report.median_seconds(cj)})", judged]
+
+
 def correctness_target(checks: list[tuple[int, dict]], letter: str) -> list[str]:
     """The targets table's row of the correctness check."""
     target = "correctness: windowagg = the range join + `GROUP BY` (0 mismatches)"
@@ -528,24 +538,15 @@ def correctness_rows(checks: list[tuple[int, dict]], short: dict, where: Callabl
             continue
         for side in ("windowagg", "windowagg_df"):
             if side in ck:
-                x = ck[side]
-                rows.append([*head, short[side], f"{x['windowagg_rows']:,}", f"{x['range_join_rows']:,}",
-                             f"{x['pairs']:,}", f"**{x['mismatches']:,}**",
-                             f"{x['only_in_windowagg']:,} / {x['only_in_range_join']:,} / {x['count_mismatches']:,}"
-                             f" / {x['sum_mismatches']:,} / {x['avg_mismatches']:,}"])
+                rows.append([*head, short[side], *report.mismatch_cells(ck[side])])
     return rows
 
 
 def result_row(size, comp, c, short: dict, spread: bool = False) -> list[str]:
     """The results table's row of a cell; with `spread`, its fastest and slowest timed runs too."""
-    par = ratio(c.get("median_cpu_s"), c.get("median_s")) if c["status"] == "ok" else None
-    sb = c.get("shuffle_bytes")
-    ts = c.get("times_s") or []
-    return [f"{size:,}", short[comp], report.fmt_seconds(c),
-            *([f"{min(ts):.2f} – {max(ts):.2f}" if len(ts) > 1 else "–"] if spread else []),
-            report.fmt_seconds(c, "median_cpu_s"), report.fmt_num(par, ".2f"),
-            report.fmt_num(sb / 1e6 if sb is not None else None, ".1f"), report.fmt_num(c.get("median_analysis_s"), ".2f"),
-            report.fmt_num(c.get("median_foreign_cores"), ".2f"), f"{c.get('contended_runs', 0)} of {len(ts)}"]
+    return [f"{size:,}", short[comp], report.fmt_seconds(c), *([report.run_spread(c)] if spread else []),
+            report.fmt_seconds(c, "median_cpu_s"), report.cpu_per_wall(c), report.shuffled_mb(c),
+            report.fmt_num(c.get("median_analysis_s"), ".2f"), *report.contention(c)]
 
 
 def ratio_row(size, cw, cj) -> list[str]:
@@ -578,22 +579,11 @@ def render_global(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     wl = sizes(res, v)
     lo, hi = wl[0], wl[-1]
     cw_hi, cj_hi = get_cell(res, v, "windowagg", hi), get_cell(res, v, "range_join", hi)
-    fast = report.faster_by(cj_hi, cw_hi)
-    flat_w = report.bounded_ratio(cw_hi, get_cell(res, v, "windowagg", lo), "median_s")
-    flat_c = report.bounded_ratio(cw_hi, get_cell(res, v, "windowagg", lo), "median_cpu_s")
-    contended_hi = any(c and c.get("contended_runs") for c in (cw_hi, cj_hi))
-    vf = report.verdict_at_least(fast, TARGET_FASTER)
-    if contended_hi:
-        vf += " († other processes shared the cores during these runs)"
-    vw, vc = report.verdict_at_most(flat_w, TARGET_FLAT), report.verdict_at_most(flat_c, TARGET_FLAT)
-    targets = [
-        [f"range join ÷ windowagg at {i['rows']:,} events and W = {hi:,} ≥ {TARGET_FASTER:g}×",
-         f"{fast[0]} (windowagg {report.median_seconds(cw_hi)}, range join {report.median_seconds(cj_hi)})", vf],
-        [f"flat in W: windowagg at W = {hi:,} ÷ at W = {lo:,} ≤ {TARGET_FLAT}×",
-         f"{flat_w[0]} wall, {flat_c[0]} CPU", vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"],
-    ]
     checks = [(w, ck) for w in wl if (ck := res["windows"][str(w)].get("check"))]
-    targets.append(correctness_target(checks, "W"))
+    targets = [faster_target(f"{i['rows']:,} events and W = {hi:,}", cw_hi, cj_hi),
+               report.flat_target(f"flat in W: windowagg at W = {hi:,} ÷ at W = {lo:,} ≤ {TARGET_FLAT}×", cw_hi,
+                                  get_cell(res, v, "windowagg", lo), TARGET_FLAT),
+               correctness_target(checks, "W")]
     rows = [result_row(w, comp, c, v.short) for w in wl for comp in COMPETITORS if (c := get_cell(res, v, comp, w))]
     ratio_rows = [ratio_row(w, get_cell(res, v, "windowagg", w), get_cell(res, v, "range_join", w)) for w in wl]
     cdf = get_cell(res, v, "windowagg_df", hi)
@@ -652,7 +642,7 @@ def render_global(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "windows_list": ", ".join(f"{w:,}" for w in wl),
         "largest": f"{hi:,}",
         "smallest": f"{lo:,}",
-        "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
+        "targets_table": report.targets_table(targets),
         "shapes_table": "\n".join(report.table(
             ["W", "windows", "length min / median / mean / max (h)", "share of the span covered", "events in no window",
              "windows per event (mean)", "(event, window) pairs", "result rows", "Spark's join"],
@@ -704,20 +694,11 @@ def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     wa = {p: get_cell(res, v, "windowagg", p) for p in pl}
     rj = {p: get_cell(res, v, "range_join", p) for p in pl}
     fast = report.faster_by(rj[hp], wa[hp])
-    flat_w = report.bounded_ratio(wa[hi], wa[lo], "median_s")
-    flat_c = report.bounded_ratio(wa[hi], wa[lo], "median_cpu_s")
-    vf = report.verdict_at_least(fast, TARGET_FASTER)
-    if any(c and c.get("contended_runs") for c in (wa[hp], rj[hp])):
-        vf += " († other processes shared the cores during these runs)"
-    vw, vc = report.verdict_at_most(flat_w, TARGET_FLAT), report.verdict_at_most(flat_c, TARGET_FLAT)
-    targets = [
-        [f"range join ÷ windowagg at {i['rows']:,} events, {i['keys']:,} keys × {hp} periods ≥ {TARGET_FASTER:g}×",
-         f"{fast[0]} (windowagg {report.median_seconds(wa[hp])}, range join {report.median_seconds(rj[hp])})", vf],
-        [f"flat in the number of windows: windowagg at P = {hi} ÷ at P = {lo} ≤ {TARGET_FLAT}×",
-         f"{flat_w[0]} wall, {flat_c[0]} CPU", vw if vw == vc else f"{vw} on wall time, {vc} on CPU time"],
-    ]
     checks = [(p, ck) for p in pl if (ck := res["periods"][str(p)].get("check"))]
-    targets.append(correctness_target(checks, "P"))
+    targets = [faster_target(f"{i['rows']:,} events, {i['keys']:,} keys × {hp} periods", wa[hp], rj[hp]),
+               report.flat_target(f"flat in the number of windows: windowagg at P = {hi} ÷ at P = {lo} ≤ {TARGET_FLAT}×",
+                                  wa[hi], wa[lo], TARGET_FLAT),
+               correctness_target(checks, "P")]
     rows = [result_row(p, comp, c, v.short, spread=True) for p in pl for comp in COMPETITORS
             if (c := get_cell(res, v, comp, p))]
     ratio_rows = [ratio_row(p, wa[p], rj[p]) for p in pl]
@@ -758,9 +739,6 @@ def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         return f"{t} (wall), {tc} (CPU)"
     checked = correctness_rows(checks, v.short)
     slower = windowagg_slower_at(res, v)
-
-    def mb(c) -> str:
-        return report.fmt_num(c["shuffle_bytes"] / 1e6 if c and c.get("shuffle_bytes") is not None else None, ".1f")
     strategies = sorted({res["periods"][str(p)].get("join_strategy", "?") for p in pl})
 
     report.render_page(doc, img, v.notes, {
@@ -769,7 +747,7 @@ def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "headline": hp,
         "lo": lo,
         "hi": hi,
-        "targets_table": "\n".join(report.table(["target", "measured", "verdict"], "lll", targets)),
+        "targets_table": report.targets_table(targets),
         "faster_missed": fast[1] is not None and fast[2] == "=" and fast[1] < TARGET_FASTER,
         "join_strategy": " / ".join(f"`{s}`" for s in strategies),
         "windows_hd": f"{stats[hp]['windows']:,}",
@@ -793,8 +771,8 @@ def render_per_key(res: dict, json_path: Path, doc: Path, img: Path) -> None:
         "no_window_hi": f"{stats[hi]['events_in_no_window'] / i['rows']:.0%}",
         "kept_lo": f"{stats[lo]['pairs'] / i['rows']:.2f}",
         "kept_hi": f"{stats[hi]['pairs'] / i['rows']:.2f}",
-        "wa_mb_lo": mb(wa[lo]),
-        "join_mb_lo": mb(rj[lo]),
+        "wa_mb_lo": report.shuffled_mb(wa[lo]),
+        "join_mb_lo": report.shuffled_mb(rj[lo]),
         "p_growth": f"{hi / lo:g}",
         "windows_growth": (f"{stats[lo]['windows']:,} to {stats[hi]['windows']:,} windows"),
         "join_growth": growth(rj),
