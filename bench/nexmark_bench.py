@@ -951,20 +951,18 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
              "check"], "lllrrrrrrrrrrrl", rows)))
 
     # the targets
+    def per_backend(fl, key, spec, unit=""):  # the value of each Flink state backend's cell
+        return " / ".join("–" if fl[b][key] is None else format(fl[b][key], spec) + unit for b in fl) or "–"
+
     trows, summary_lines = [], []
     for t in S["targets"]:
         for x in t["sizes"]:
             fl = x["flink"]
             trows.append([t["query"], f"local[{t['p']}] vs Flink p{t['p']}", size_label(x["size"]),
-                          _f(x["wa_cpu_beyond"], ".2f"),
-                          " / ".join(_f(fl[b]["cpu_beyond"], ".2f") for b in fl) or "–",
-                          " / ".join(f"{fl[b]['cpu_ratio']:.2f}×" if fl[b]["cpu_ratio"] is not None else "–"
-                                     for b in fl) or "–",
-                          _verdict(x["cpu_met"]),
-                          _f(x["wa_events_per_s"]), " / ".join(_f(fl[b]["events_per_s"]) for b in fl) or "–",
-                          " / ".join(f"{fl[b]['eps_ratio']:.2f}×" if fl[b]["eps_ratio"] is not None else "–"
-                                     for b in fl) or "–",
-                          _verdict(x["eps_met"]),
+                          _f(x["wa_cpu_beyond"], ".2f"), per_backend(fl, "cpu_beyond", ".2f"),
+                          per_backend(fl, "cpu_ratio", ".2f", "×"), _verdict(x["cpu_met"]),
+                          _f(x["wa_events_per_s"]), per_backend(fl, "events_per_s", ",.0f"),
+                          per_backend(fl, "eps_ratio", ".2f", "×"), _verdict(x["eps_met"]),
                           "–" if x["fixed_share"] is None else f"{x['fixed_share']:.0%}"])
         eps = (f"from **{size_label(t['eps_from_size'])}** bids per micro-batch on" if t["eps_from_size"]
                else "at **no** micro-batch size measured" if t["eps_measured"] else "not measured")

@@ -7,16 +7,8 @@ re-renders the page of the benchmark that wrote the file (its "benchmark" field 
 the results of a row running it, in bench/run's table, bench/benchmarks.py; the script's rerender()
 computes the page's values, and its --report does the same). A page's prose is its notes file, bench/<benchmark>_notes.md,
 written by hand with {{name}} where results go; render_page fills it. The pieces every page shares
-live here:
-
-  page        render_page and fill (a notes file and its values), run_values (what any page may show
-              of its run), provenance (the generated-by comment), run_line, banners (quick /
-              unfinished run), machine_line, jar_line, cpu_method, table, link; rerenderer (a
-              benchmark's --report)
-  numbers     fmt_num, fmt_seconds (a batch cell's median), bounded_ratio (with timeouts as bounds),
-              verdict, log_cell (a batch cell's line in its run's log)
-  plots       pyplot (matplotlib, pinned in dev/versions.sh, installed by dev/python-env), save,
-              wall_cpu_panels (median wall and CPU time against a size, log-log, one line per competitor)
+live here (bench/README.md lists them): the page's shared lines and tables, the number and ratio
+formats with their verdicts, and the plots.
 """
 from __future__ import annotations
 
@@ -307,9 +299,6 @@ def bounded_ratio(cn: dict | None, cd: dict | None, key: str) -> tuple[str, floa
     return ("–" if r is None else f"{r:.2f}×"), r, "="
 
 
-# ------------------------------------------------------------------------------ plots
-
-
 def wall_and_cpu_ratios(cn, cd) -> tuple[str, str]:
     """bounded_ratio's text for the median wall time, then for the median CPU time."""
     return bounded_ratio(cn, cd, "median_s")[0], bounded_ratio(cn, cd, "median_cpu_s")[0]
@@ -386,6 +375,8 @@ def mismatch_cells(x: dict) -> list[str]:
             f"{x['only_in_windowagg']:,} / {x['only_in_range_join']:,} / {x['count_mismatches']:,} / "
             f"{x['sum_mismatches']:,} / {x['avg_mismatches']:,}"]
 
+
+# ------------------------------------------------------------------------------ plots
 
 def pyplot():
     """matplotlib.pyplot drawing to files (no display)."""
