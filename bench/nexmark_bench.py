@@ -846,8 +846,7 @@ def render_plot(res: dict, img: Path) -> None:
     report.save(fig, img)
 
 
-def _f(x, spec=",.0f"):
-    return report.fmt_num(x, spec)
+_f = report.fmt_num  # short: the tables call it in almost every cell
 
 
 def _mib(x):
