@@ -311,17 +311,13 @@ private[spark] object CountedRows extends StreamingKind {
       if (watermark <= from && !again) return progress.timer.map(timers.timerEnd)
       val (ready, still) = readWaiting().map(WaitingRow(_, tieFields)).toArray.partition(_.time < watermark)
       val first = progress.first
-      val kept = (first until progress.next).map { position =>
-        val bytes = settled.get(position)
-        Timed(ByteBuffer.wrap(bytes).getLong, java.util.Arrays.copyOfRange(bytes, 8, bytes.length))
-      }
+      val kept = keptRows(progress).toVector // read before the arriving rows join them
       val arriving = inOrder(ready)
       arriving.iterator.zipWithIndex.foreach { case (row, i) =>
         settled.update(progress.next + i, settledEntry(row.time, row.partial))
       }
       progress.next += arriving.length
-      val rows = (kept.iterator ++ arriving.iterator.map(r => Timed(r.time, r.partial)))
-        .map(r => Timed(r.time, aggregates.fromBytes(r.partial))).toIndexedSeq
+      val rows = kept ++ arriving.iterator.map(r => Timed(r.time, aggregates.fromBytes(r.partial)))
       val previousWindowHead = Option.when(progress.lastWindowHead != NoValue)(progress.lastWindowHead)
       val result = finality.settle(rows, first, progress.accountedBefore, from, watermark, aggregates, spec.withViews,
           previousWindowHead) { w =>
