@@ -451,10 +451,9 @@ def main(argv=None) -> int:
         cal.unpersist()
 
     if "sliding" in a.sections:
-        import sliding_batch as sb
         density = 10.0
         span = a.sliding_rows / a.sliding_keys / density
-        s = sb.window_size_seconds(a.sliding_target, density, span)
+        s = data.sliding_window_seconds(a.sliding_target, density, span)
         sl, info = harness.cache_input(data.sliding_batch_input(spark, a.sliding_rows, a.sliding_keys, density, 42, a.shuffle_partitions),
                                "sliding")
         res["sliding_input"] = {**info, "window_seconds": s, "target_rows_per_window": a.sliding_target,
@@ -465,14 +464,13 @@ def main(argv=None) -> int:
                                  "source": "docs/benchmarks.md (4M rows, 1000 keys; 3.77-4.00 s in the table, "
                                            "3.60-3.85 s in the quiet re-check; floor 2.16-2.51 s)"}
                       if a.sliding_rows == 4_000_000 and a.sliding_keys == 1000 else None)
-        wa = sb.WindowAgg(spark)
+        wa = data.WindowAgg(spark)
         sec["windowagg_via"] = wa.via
-        cell(sec, "windowagg", lambda: sb.query("windowagg", sl, s, wa, a.shuffle_partitions))
-        cell(sec, "sort_floor", lambda: sb.query("sort_floor", sl, s, wa, a.shuffle_partitions))
+        cell(sec, "windowagg", lambda: data.sliding_query("windowagg", sl, s, wa, a.shuffle_partitions))
+        cell(sec, "sort_floor", lambda: data.sliding_query("sort_floor", sl, s, wa, a.shuffle_partitions))
         sl.unpersist()
 
     if "sessions" in a.sections:
-        import sessions as se
         from pyspark.sql import functions as F
         se_seed = 7
         src = (data.session_events(spark, a.session_rows, a.session_keys, 50.0, se_seed).drop("i")
@@ -488,12 +486,12 @@ def main(argv=None) -> int:
         if a.check:
             cnt = {}
             for c in ("windowagg", "spark"):
-                cnt[c] = se.query(c, ses).count()
+                cnt[c] = data.session_query(c, ses).count()
             sec["check"] = {"windowagg_sessions": cnt["windowagg"], "spark_sessions": cnt["spark"],
                             "same_count": cnt["windowagg"] == cnt["spark"]}
             log(f"sessions check: {sec['check']}")
-        cell(sec, "windowagg", lambda: se.query("windowagg", ses))
-        cell(sec, "spark", lambda: se.query("spark", ses))
+        cell(sec, "windowagg", lambda: data.session_query("windowagg", ses))
+        cell(sec, "spark", lambda: data.session_query("spark", ses))
         ses.unpersist()
 
     harness.finish(spark, res, save)

@@ -1,9 +1,12 @@
-"""The input generators that more than one benchmark uses, so that no benchmark imports another.
+"""The inputs and queries that more than one benchmark uses, so that no benchmark imports another.
 
   sliding_batch_input   sliding_batch.py's rows (also aligned_batch.py's sliding regression)
+  sliding_window_seconds, WindowAgg, sliding_query   sliding_batch.py's window sizes and competitors (also
+                        aligned_batch.py's sliding regression)
   sliding_stream_files  sliding_streaming.py's events as micro-batch files (also kafka_compare.py's sliding input)
   session_events        sessions.py's events (also aligned_batch.py's sessions regression)
   session_files         the same events as micro-batch files (sessions.py streaming, kafka_compare.py's session input)
+  session_query         sessions.py's competitors (also aligned_batch.py's sessions regression)
   table_events          table_windows.py's events over a year (global and per-key windows)
 
 The same arguments and seed give the same rows. A benchmark used by only one script keeps its generator
@@ -13,6 +16,7 @@ Nothing here runs at import time; nothing here imports pyspark at import time.
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -43,6 +47,60 @@ def sliding_batch_input(spark, rows: int, keys: int, density: float, seed: int, 
           .orderBy(F.rand(seed + 2))
           .repartition(partitions))
     return df
+
+
+def sliding_window_seconds(target: float, density: float, span: float) -> int:
+    """Whole seconds S such that the mean left-window ("current row and S before") count is
+    about `target` for events of `density` per second over a key's time span `span` seconds.
+
+    A row at offset x into the span sees min(x, S) * density earlier rows, so the mean frame is
+    density * (S - S^2 / (2 * span)) (+1 for the row itself); solving for S corrects the start
+    edge, which otherwise makes large S fall well short of the target."""
+    want = max(target - 1.0, 0.0) / density
+    disc = span * span - 2.0 * span * want
+    s = span - math.sqrt(disc) if disc > 0 else span
+    return max(1, round(s))
+
+
+class WindowAgg:
+    """windowagg's sliding-window groupBy column, through the Python package when it is installed, else
+    through py4j straight to the jar's Scala API (both give the same Catalyst plan)."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        try:
+            import windowagg
+            self.mod = windowagg
+            self.via = "python package windowagg"
+        except ImportError:
+            self.mod = None
+            self.via = "py4j to windowagg.functions.window"
+
+    def column(self, ts: str, size: str):
+        from pyspark.sql import functions as F
+        if self.mod is not None:
+            return self.mod.window(ts, self.mod.SlidingWindows.of(size))
+        from pyspark.sql.classic.column import Column, _to_java_column
+        jvm = self.spark.sparkContext._jvm
+        jc = jvm.windowagg.functions.window(_to_java_column(F.col(ts)), jvm.windowagg.SlidingWindows.of(size))
+        return Column(jc).alias("window")
+
+
+def sliding_query(name: str, df, size_s: int, wa: WindowAgg, partitions: int):
+    """sum, count and max of v per k over sliding windows of size_s seconds: sliding_batch.py's competitors."""
+    from pyspark.sql import functions as F
+    size = f"{size_s} seconds"
+    aggs = harness.sum_count_max()
+    if name == "windowagg":
+        return df.groupBy("k", wa.column("ts", size)).agg(*aggs)
+    if name in ("over_range", "over_segtree"):
+        frame = f"(PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL {size_s} SECONDS PRECEDING AND CURRENT ROW)"
+        return df.selectExpr("k", "ts", "v", *(f"{f}(v) OVER {frame} AS {f}_v" for f in ("sum", "count", "max")))
+    if name == "hopping":
+        return df.groupBy("k", F.window("ts", size, "1 second")).agg(*aggs)
+    if name == "sort_floor":
+        return df.repartition(partitions, "k").sortWithinPartitions("k", "ts")
+    raise ValueError(name)
 
 
 def sliding_stream_files(spark, folder: Path, rows: int, batches: int, keys: int, density: float, seed: int,
@@ -101,6 +159,19 @@ def session_files(spark, folder: Path, rows: int, files: int, keys: int, mean_se
         .withColumn("batch", (F.col("n") / per_file).cast("int"))
         .repartition(4, "batch").sortWithinPartitions("batch", "n")
         .select("batch", "k", "ts", "v"), folder, files)
+
+
+def session_query(name: str, df):
+    """sum, count and max of v per k over sessions of SESSION_GAP_S: sessions.py's competitors."""
+    from pyspark.sql import functions as F
+    import windowagg
+    gap = f"{SESSION_GAP_S} seconds"
+    column = (windowagg.window("ts", windowagg.SessionWindows.withInactivityGap(gap)) if name == "windowagg"
+              else F.session_window("ts", gap) if name == "spark" else None)
+    if column is None:
+        raise ValueError(name)
+    return df.groupBy("k", column).agg(*harness.sum_count_max())
+
 
 def table_events(spark, rows: int, keys: int, days: float, seed: int, partitions: int):
     """rows events over `keys` keys (id % keys), ts uniform over `days` days from TABLE_BASE_MS, whole

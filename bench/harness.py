@@ -59,6 +59,13 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def tail(path, n=15) -> str:
+    """The last n lines of a log file ("" when there is none)."""
+    try:
+        return "".join(Path(path).read_text(errors="replace").splitlines(True)[-n:])
+    except OSError:
+        return ""
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -93,9 +93,8 @@ sys.path.insert(0, str(NEXMARK_DIR))
 import harness  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
-import differential as D  # noqa: E402  (bench/nexmark: the flush bid's id, Flink's columns, read_flink)
 import generator  # noqa: E402  (bench/nexmark: the seeded Nexmark generator)
-import queries as Q  # noqa: E402  (bench/nexmark: the queries in windowagg and Spark)
+import queries as Q  # noqa: E402  (bench/nexmark: the queries in windowagg and Spark, the flush bid, Flink's output)
 
 DOC = report.DOCS / "benchmarks-nexmark.md"
 IMG = report.DOCS / "img" / "nexmark.png"
@@ -241,7 +240,7 @@ def make_input(a, work: Path) -> dict:
     t0 = time.perf_counter()
     # the last bid 1 ms before a UTC midnight: a cumulative window lasts until its day's end, so an auction's
     # windows are then the steps from its first bid to that midnight (Flink's CUMULATE emits the same)
-    base = D.base_time_ms(a.events, a.rate, -1)
+    base = Q.base_time_ms(a.events, a.rate, -1)
     bids = generator.generate(generator.Config(events=a.events, seed=a.seed, rate=a.rate, base_time_ms=base))["bid"]
     if not bids["date_time"].is_monotonic_increasing:
         raise RuntimeError("the bids are not in time order")
@@ -250,15 +249,11 @@ def make_input(a, work: Path) -> dict:
             "first_ms": int(bids["date_time"].min()), "last_ms": last,
             "event_time_span_s": (last - int(bids["date_time"].min())) / 1000.0,
             "auctions": int(bids["auction"].nunique()), "bidders": int(bids["bidder"].nunique()),
-            "flush_ms": last + D.FLUSH_AFTER_MS, "folders": {}}
+            "flush_ms": last + Q.FLUSH_AFTER_MS, "folders": {}}
     info["flink_csv"] = generator.write_bids(bids, str(work / "flink"), 1)[0]
     info["csv_mib"] = round(os.path.getsize(info["flink_csv"]) / 2**20, 1)
     table = pa.Table.from_pandas(bids, preserve_index=False)
-    flush_df = bids.iloc[:1].copy()
-    flush_df.loc[:, ["auction", "bidder", "price"]] = [D.FLUSH_ID, D.FLUSH_ID, 0]
-    flush_df.loc[:, "date_time"] = info["flush_ms"]
-    flush_df.loc[:, ["channel", "url", "extra"]] = ["flush", "", ""]
-    flush = pa.Table.from_pandas(flush_df, preserve_index=False)
+    flush = pa.Table.from_pandas(Q.flush_bid(bids, info["flush_ms"]), preserve_index=False)
     for size in a.sizes:
         files = write_parquet(table, work / f"stream-{size}", size, flush, a.row_group)
         info["folders"][str(size)] = {"path": str(files[0].parent), "files": len(files) - 1,
@@ -311,7 +306,7 @@ def query_df(spark, a, engine: str, q: str, folder: Path, last_real_ms: int):
     from pyspark.sql import functions as F
     wa, sp, _, _ = Q.QUERIES[QUERY[q]]
     out = (wa if engine == "windowagg" else sp)(bid_stream(spark, folder, a.watermark))
-    real = F.col(KEY[q]) != F.lit(D.FLUSH_ID) if KEY[q] else F.col("window_start") <= F.lit(last_real_ms)
+    real = F.col(KEY[q]) != F.lit(Q.FLUSH_ID) if KEY[q] else F.col("window_start") <= F.lit(last_real_ms)
     return out.observe("nexmark_check",
                        F.sum(F.when(real, F.lit(1)).otherwise(F.lit(0))).cast("long").alias("rows"),
                        F.sum(F.when(real, F.col(VALUE[q]))).cast("long").alias("value_sum"),
@@ -466,7 +461,7 @@ def fixed_of_rounds(rounds: list[dict]) -> dict:
 # ----------------------------------------------------------------------------------------- Flink
 
 def flink_check(path: Path, q: str) -> dict:
-    df = D.read_flink(str(path), QUERY[q])
+    df = Q.read_flink(str(path), QUERY[q])
     return {"rows": int(len(df)), "value_sum": int(df[VALUE[q]].sum()),
             "start_s_sum": int((df["window_start"] // 1000).sum())}
 
@@ -492,7 +487,7 @@ def run_flink(a, q: str, p: int, backend: str, csv: str, warmup_csv: str, work: 
         with open(lg, "w") as f:
             proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=harness.REPO)
         r["status"] = "ok" if proc.returncode == 0 and out.exists() and tj.exists() else \
-            f"error: exit {proc.returncode}: {D._tail(lg, 8)[-600:]}"
+            f"error: exit {proc.returncode}: {harness.tail(lg, 8)[-600:]}"
     except subprocess.TimeoutExpired:
         r["status"] = f"timeout after {a.flink_timeout:.0f} s"
     wall = time.perf_counter() - t0

@@ -78,23 +78,6 @@ def parse_args(argv=None):
     return a
 
 
-# ------------------------------------------------------------------------------ the workload
-
-AGG_NAMES = ["sum_v", "count_v", "max_v"]
-
-
-def query(name: str, df):
-    from pyspark.sql import functions as F
-    import windowagg
-    from windowagg import SessionWindows
-    aggs = harness.sum_count_max()
-    if name == "windowagg":
-        return df.groupBy("k", windowagg.window("ts", SessionWindows.withInactivityGap(f"{GAP_S} seconds"))).agg(*aggs)
-    if name == "spark":
-        return df.groupBy("k", F.session_window("ts", f"{GAP_S} seconds")).agg(*aggs)
-    raise ValueError(name)
-
-
 # ---------------------------------------------------------------------------------- batch
 
 def run_batch(spark, a, res, save):
@@ -111,7 +94,7 @@ def run_batch(spark, a, res, save):
     t0 = time.perf_counter()
     counts = {}
     for c in COMPETITORS:
-        r = query(c, df).agg(F.count("*").alias("sessions"), F.sum("count_v").alias("rows"),
+        r = data.session_query(c, df).agg(F.count("*").alias("sessions"), F.sum("count_v").alias("rows"),
                              F.avg("count_v").alias("mean"), F.min("count_v").alias("min"),
                              F.max("count_v").alias("max"),
                              F.expr("percentile_approx(count_v, array(0.1, 0.5, 0.9, 0.99))").alias("pct"),
@@ -130,7 +113,7 @@ def run_batch(spark, a, res, save):
 
     def one(c, kind):
         la0 = loadavg()
-        r = runner.run(c, query(c, df))
+        r = runner.run(c, data.session_query(c, df))
         r.update({"competitor": c, "kind": kind, "loadavg_before": la0, "loadavg_after": loadavg(),
                   "foreign_cores": (r["foreign_cpu"] / r["seconds"]) if r["foreign_cpu"] is not None else None})
         b["runs"].append(r)
@@ -161,7 +144,7 @@ def run_batch(spark, a, res, save):
 def run_stream(name, spark, a, source: Path, checkpoint: Path, expected: int, meter: harness.CpuMeter) -> dict:
     """harness.run_stream of competitor `name` over the files in `source`, with the load average around it."""
     la0 = loadavg()
-    r = harness.run_stream(spark, query(name, harness.file_stream(spark, source, a.watermark)), name, checkpoint,
+    r = harness.run_stream(spark, data.session_query(name, harness.file_stream(spark, source, a.watermark)), name, checkpoint,
                            expected, a.stream_timeout, meter)
     r.update({"loadavg_before": la0, "loadavg_after": loadavg()})
     return r

@@ -23,7 +23,6 @@ shared the 2 cores with someone else's work are visible. Cells run targets-first
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -96,73 +95,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     return a
 
 
-# ------------------------------------------------------------------------------- the workload
-
-def window_size_seconds(target: float, density: float, span: float) -> int:
-    """Whole seconds S such that the mean left-window ("current row and S before") count is
-    about `target` for events of `density` per second over a key's time span `span` seconds.
-
-    A row at offset x into the span sees min(x, S) * density earlier rows, so the mean frame is
-    density * (S - S^2 / (2 * span)) (+1 for the row itself); solving for S corrects the start
-    edge, which otherwise makes large S fall well short of the target."""
-    want = max(target - 1.0, 0.0) / density
-    disc = span * span - 2.0 * span * want
-    s = span - math.sqrt(disc) if disc > 0 else span
-    return max(1, round(s))
-
-
-# ------------------------------------------------------------------------------ windowagg API
-
-class WindowAgg:
-    """windowagg's groupBy column, through the Python package when it is installed, else through
-    py4j straight to the jar's Scala API (both give the same Catalyst plan)."""
-
-    def __init__(self, spark):
-        self.spark = spark
-        self.via = None
-        try:
-            import windowagg  # noqa: F401
-            self.mod = windowagg
-            self.via = "python package windowagg"
-        except ImportError:
-            self.mod = None
-            self.via = "py4j to windowagg.functions.window"
-
-    def column(self, ts: str, size: str):
-        from pyspark.sql import functions as F
-        if self.mod is not None:
-            return self.mod.window(ts, self.mod.SlidingWindows.of(size))
-        from pyspark.sql.classic.column import Column, _to_java_column
-        jvm = self.spark.sparkContext._jvm
-        jc = jvm.windowagg.functions.window(_to_java_column(F.col(ts)), jvm.windowagg.SlidingWindows.of(size))
-        return Column(jc).alias("window")
-
-
-# ---------------------------------------------------------------------------- the competitors
-
-AGGS_SQL = "sum(v) OVER w AS sum_v, count(v) OVER w AS count_v, max(v) OVER w AS max_v"
-
-
-def query(name: str, df, size_s: int, wa: WindowAgg, partitions: int):
-    from pyspark.sql import functions as F
-    size = f"{size_s} seconds"
-    aggs = harness.sum_count_max()
-    if name == "windowagg":
-        return df.groupBy("k", wa.column("ts", size)).agg(*aggs)
-    if name in ("over_range", "over_segtree"):
-        w = (f"(PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL {size_s} SECONDS PRECEDING "
-             f"AND CURRENT ROW)")
-        return df.selectExpr("k", "ts", "v", *[e.replace("OVER w", "OVER " + w) for e in AGGS_SQL.split(", ")])
-    if name == "hopping":
-        return df.groupBy("k", F.window("ts", size, "1 second")).agg(*aggs)
-    if name == "sort_floor":
-        return df.repartition(partitions, "k").sortWithinPartitions("k", "ts")
-    raise ValueError(name)
-
-
 # ----------------------------------------------------------------------------- untimed checks
 
-def window_stats(df, size_s: int, wa: WindowAgg) -> dict:
+def window_stats(df, size_s: int, wa: data.WindowAgg) -> dict:
     """Untimed: windowagg's window count and mean rows per window (all windows, and left windows
     only: those ending on a record's time, i.e. on a whole millisecond here, whose mean equals the
     mean OVER RANGE frame since times are distinct per key)."""
@@ -181,15 +116,15 @@ def window_stats(df, size_s: int, wa: WindowAgg) -> dict:
             "max_rows_per_window": r["max_count"]}
 
 
-def check_against_over(df, size_s: int, wa: WindowAgg, keys: int) -> dict:
+def check_against_over(df, size_s: int, wa: data.WindowAgg, keys: int) -> dict:
     """windowagg's left window ending at t must equal OVER RANGE's frame at the row at t."""
     from pyspark.sql import functions as F
     sub = df.where(F.col("k") < keys)
-    w = query("windowagg", sub, size_s, wa, 1)
+    w = data.sliding_query("windowagg", sub, size_s, wa, 1)
     left = (w.where(F.unix_micros(F.col("window.end")) % 1000 == 0)
              .select("k", F.col("window.end").alias("ts"),
                      F.col("sum_v").alias("w_sum"), F.col("count_v").alias("w_count"), F.col("max_v").alias("w_max")))
-    o = query("over_range", sub, size_s, wa, 1)
+    o = data.sliding_query("over_range", sub, size_s, wa, 1)
     j = o.join(left, ["k", "ts"], "full_outer")
     bad = j.where(F.col("w_count").isNull() | F.col("count_v").isNull()
                   | (F.col("w_count") != F.col("count_v")) | (F.col("w_max") != F.col("max_v"))
@@ -213,7 +148,7 @@ def main(argv=None) -> int:
         rerender([Path(a.report)])
         return 0
     span = a.rows / a.keys / a.density  # seconds of events per key
-    points = [(t, window_size_seconds(t, a.density, span)) for t in a.points]
+    points = [(t, data.sliding_window_seconds(t, a.density, span)) for t in a.points]
     log(f"rows={a.rows:,} keys={a.keys} density={a.density}/s/key span={span:.0f}s/key "
         f"points(rows/window -> S)={points} reps={a.reps} timeout={a.timeout:.0f}s "
         f"competitors={a.competitors}")
@@ -221,7 +156,7 @@ def main(argv=None) -> int:
     spark, res = harness.start(
         a, "windowagg-bench-sliding-batch", "sliding_batch", require_windowagg=False,
         aqe_coalesce=a.aqe_coalesce, ui=a.ui, config=harness.segment_tree_config)
-    wa = WindowAgg(spark)
+    wa = data.WindowAgg(spark)
     if not harness.windowagg_loadable(spark):
         wa.via = "not available"
         log("windowagg classes not loadable: the windowagg competitor is skipped")
@@ -300,7 +235,7 @@ def main(argv=None) -> int:
 
         cell = {**where, **harness.measure(
             runner, f"{comp} ~{target} rows/window S={s}s",
-            lambda comp=comp, s=s: query(comp, df, s, wa, a.shuffle_partitions),
+            lambda comp=comp, s=s: data.sliding_query(comp, df, s, wa, a.shuffle_partitions),
             reps=a.reps, long_run=a.long_run, contended=a.contended, retries=a.retries, quiet_wait=a.quiet_wait,
             conf={harness.SEGTREE_CONF: "true"} if comp == "over_segtree" else None, on_run=on_run)}
         res["cells"].append(cell)

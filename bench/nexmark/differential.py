@@ -68,24 +68,12 @@ import generator  # noqa: E402
 import harness  # noqa: E402  (bench/: the windowagg jar of every benchmark)
 import queries as Q  # noqa: E402
 
-# Flink's output columns (flink_queries.COLUMNS; that module is not imported here: it is run with
-# the Flink virtualenv's python)
-FLINK_COLUMNS = {
-    "q5": ["auction", "num", "window_start", "window_end"],
-    "q5_counts": ["auction", "window_start", "window_end", "num"],
-    "q7": ["window_start", "window_end", "max_price"],
-    "q11": ["bidder", "num", "window_start", "window_end"],
-    "cumulative": ["auction", "window_start", "window_end", "num"],
-}
-DIFFERENTIAL_QUERIES = tuple(FLINK_COLUMNS)
+DIFFERENTIAL_QUERIES = tuple(Q.FLINK_COLUMNS)
 DEFAULT_QUERIES = "q5_counts,q7,q11,cumulative"
 # the column naming a query's key (None: q7, global windows)
 KEY = {"q5": "auction", "q5_counts": "auction", "q7": None, "q11": "bidder", "cumulative": "auction"}
 
 DAY_MS = 86_400_000
-MIDNIGHT_MS = 1_700_006_400_000  # 2023-11-15T00:00:00Z, the first UTC midnight after generator's default base
-FLUSH_ID = -1
-FLUSH_AFTER_MS = 3 * DAY_MS
 EDGE_ID = 9_000_000_001  # first id of the crafted keys (the generator's ids are ~1000 + events/50*3)
 EDGE_PRICE = 1_000_000_000  # above every generated price (< 10**8 cents)
 
@@ -100,13 +88,6 @@ def log(msg: str) -> None:
 
 def utc(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
-
-
-def base_time_ms(events: int, rate: int, after_midnight_ms: int) -> int:
-    """The base time that makes the last event fall `after_midnight_ms` after MIDNIGHT_MS (rounded down
-    to the generator's time grid)."""
-    last_offset = ((events - 1) * 1000) // rate if events else 0
-    return MIDNIGHT_MS + after_midnight_ms - last_offset
 
 
 def edge_bids(midnight_ms: int):
@@ -204,10 +185,7 @@ def make_input(a, work: Path) -> dict:
     flink_dir, stream_dir = work / "flink", work / "stream"
     info["flink_csv"] = generator.write_bids(bids, str(flink_dir), 1)[0]
     paths = generator.write_bids(bids, str(stream_dir), a.files)
-    flush = bids.iloc[:1].copy()
-    flush.loc[:, ["auction", "bidder", "price"]] = [FLUSH_ID, FLUSH_ID, 0]
-    flush.loc[:, "date_time"] = info["last_real_ms"] + FLUSH_AFTER_MS
-    flush.loc[:, ["channel", "url", "extra"]] = ["flush", "", ""]
+    flush = Q.flush_bid(bids, info["last_real_ms"] + Q.FLUSH_AFTER_MS)
     last_mtime = os.stat(paths[-1]).st_mtime
     flush_path = stream_dir / f"part-{a.files:04d}.csv"
     tmp = stream_dir / f".part-{a.files:04d}.csv.tmp"
@@ -216,7 +194,7 @@ def make_input(a, work: Path) -> dict:
     os.utime(flush_path, (last_mtime + 1, last_mtime + 1))
     info["stream_dir"] = str(stream_dir)
     info["stream_files"] = a.files + 1
-    info["flush_ms"] = info["last_real_ms"] + FLUSH_AFTER_MS
+    info["flush_ms"] = info["last_real_ms"] + Q.FLUSH_AFTER_MS
     return info
 
 
@@ -243,7 +221,7 @@ def run_flink(a, queries: list[str], csv: str, work: Path, results: dict) -> Non
             if timing:
                 results[q]["timing"] = timing
             if not ok:
-                results[q]["error"] = _tail(lg)
+                results[q]["error"] = harness.tail(lg)
     except subprocess.TimeoutExpired:
         for q in queries:
             results[q] = {"ok": False, "wall_s": round(time.time() - t, 1), "log": str(lg),
@@ -262,21 +240,6 @@ def first_line(e: BaseException) -> str:
         if l.startswith("An error occurred while calling") and i + 1 < len(lines):
             return " ".join(lines[i + 1:i + 3])[:400]
     return (lines[0] if lines else repr(e))[:400]
-
-
-def _tail(path, n=15) -> str:
-    try:
-        return "".join(Path(path).read_text(errors="replace").splitlines(True)[-n:])
-    except OSError:
-        return ""
-
-
-def read_flink(path: str, query: str):
-    import pandas as pd
-    df = pd.read_csv(path, dtype="int64")
-    if list(df.columns) != FLINK_COLUMNS[query]:
-        raise RuntimeError(f"flink {query}: columns {list(df.columns)}, expected {FLINK_COLUMNS[query]}")
-    return df
 
 
 # ------------------------------------------------------------------------------ Spark
@@ -303,8 +266,8 @@ def rows_of(df, query: str):
     """A result's rows in Flink's columns (the session end in Flink's convention: flink_end), as a
     pandas DataFrame of int64 columns."""
     from pyspark.sql import functions as F
-    cols = [("flink_end" if c == "window_end" and "flink_end" in df.columns else c) for c in FLINK_COLUMNS[query]]
-    pdf = df.select(*[F.col(c).cast("long").alias(n) for c, n in zip(cols, FLINK_COLUMNS[query])]).toPandas()
+    cols = [("flink_end" if c == "window_end" and "flink_end" in df.columns else c) for c in Q.FLINK_COLUMNS[query]]
+    pdf = df.select(*[F.col(c).cast("long").alias(n) for c, n in zip(cols, Q.FLINK_COLUMNS[query])]).toPandas()
     if pdf.isna().any().any():
         raise RuntimeError(f"{query}: null values in the result")
     return pdf.astype("int64")
@@ -314,7 +277,7 @@ def not_flush(df, query: str, info: dict):
     from pyspark.sql import functions as F
     key = KEY.get(query) or ("auction" if query == "q5_counts" else None)
     if key:
-        return df.where(F.col(key) != F.lit(FLUSH_ID))
+        return df.where(F.col(key) != F.lit(Q.FLUSH_ID))
     return df.where(F.col("window_start") <= F.lit(info["last_real_ms"]))  # q7: the windows up to the last real bid
 
 
@@ -447,7 +410,7 @@ def parse_args(argv=None):
     if a.events < 100:
         p.error("--events must be at least 100")
     if a.base_time_ms is None:
-        a.base_time_ms = base_time_ms(a.events, a.rate, a.after_midnight_ms)
+        a.base_time_ms = Q.base_time_ms(a.events, a.rate, a.after_midnight_ms)
     jar = a.jar or harness.windowagg_jar()
     if not jar or not os.path.isfile(jar):
         p.error(f"no windowagg jar (run dev/package, or give --jar or $WINDOWAGG_JAR): {jar}")
@@ -562,7 +525,7 @@ def main(argv=None, spark=None) -> int:
         fr = flink_results.get(q, {"ok": False, "error": "not run"})
         if fr["ok"]:
             try:
-                engines[q]["flink"] = read_flink(fr["out"], q)
+                engines[q]["flink"] = Q.read_flink(fr["out"], q)
             except Exception as e:  # noqa: BLE001
                 failures.append(f"{q} flink output: {e}")
         else:
@@ -573,7 +536,7 @@ def main(argv=None, spark=None) -> int:
     total_mismatches = 0
     print()
     for q in a.queries:
-        cols = FLINK_COLUMNS[q]
+        cols = Q.FLINK_COLUMNS[q]
         e = engines[q]
         qs = {"columns": cols, "rows": {k: len(v) for k, v in e.items()}, "comparisons": {}, "facts": facts[q]}
         print(f"== {q}: rows " + ", ".join(f"{k} {len(v):,}" for k, v in e.items()))

@@ -73,6 +73,21 @@ COLUMNS = {
 }
 
 
+# Flink's output columns (flink_queries.COLUMNS; that module is not imported here: it is run with
+# the Flink virtualenv's python)
+FLINK_COLUMNS = {
+    "q5": ["auction", "num", "window_start", "window_end"],
+    "q5_counts": ["auction", "window_start", "window_end", "num"],
+    "q7": ["window_start", "window_end", "max_price"],
+    "q11": ["bidder", "num", "window_start", "window_end"],
+    "cumulative": ["auction", "window_start", "window_end", "num"],
+}
+
+MIDNIGHT_MS = 1_700_006_400_000  # 2023-11-15T00:00:00Z, the first UTC midnight after generator's default base
+FLUSH_ID = -1  # the flush bid's auction and bidder
+FLUSH_AFTER_MS = 3 * 86_400_000  # the flush bid's time after the last real bid: every real window is final
+
+
 # ------------------------------------------------------------------------------ inputs
 
 def with_ts(df):
@@ -106,6 +121,32 @@ def bids_from_kafka(records):
     event = F.from_json(F.col("value").cast("string"), f"event_type INT, bid STRUCT<{bid}>", KAFKA_TIME)
     bids = records.select(event.alias("e")).where("e.event_type = 2").select("e.bid.*")
     return with_ts(bids.withColumn("dateTime", F.unix_millis("dateTime")).withColumnRenamed("dateTime", "date_time"))
+
+
+def base_time_ms(events: int, rate: int, after_midnight_ms: int) -> int:
+    """The base time that makes the last event fall `after_midnight_ms` after MIDNIGHT_MS (rounded down
+    to the generator's time grid)."""
+    last_offset = ((events - 1) * 1000) // rate if events else 0
+    return MIDNIGHT_MS + after_midnight_ms - last_offset
+
+
+def flush_bid(bids, at_ms: int):
+    """One bid of the flush key at `at_ms` (a pandas frame in the bids' columns): its watermark closes
+    every real window; the outputs leave its own rows out."""
+    flush = bids.iloc[:1].copy()
+    flush.loc[:, ["auction", "bidder", "price"]] = [FLUSH_ID, FLUSH_ID, 0]
+    flush.loc[:, "date_time"] = at_ms
+    flush.loc[:, ["channel", "url", "extra"]] = ["flush", "", ""]
+    return flush
+
+
+def read_flink(path: str, query: str):
+    """flink_queries.py's output file of `query` as a pandas frame, its columns checked."""
+    import pandas as pd
+    df = pd.read_csv(path, dtype="int64")
+    if list(df.columns) != FLINK_COLUMNS[query]:
+        raise RuntimeError(f"flink {query}: columns {list(df.columns)}, expected {FLINK_COLUMNS[query]}")
+    return df
 
 
 def _bounds(col: str):
