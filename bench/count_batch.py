@@ -53,6 +53,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -236,29 +237,10 @@ def check(spark, df, n: int, keys: int) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------ main
+# ------------------------------------------------------------------------------ the run
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
-    log(f"args: {vars(a)}")
-    spark, res = harness.start(a, "windowagg-bench-count", "count_batch", config=harness.segment_tree_config)
-    if res is None:
-        return 1
-    out = harness.results_path("count_batch", a.tag)
-    res.update({
-        "input": None,
-        "lengths": {},
-        "floor": None,
-        "runs": [],
-        "finished": None,
-    })
-
-    def save():
-        return harness.write_json(res, out)
-
+def run(b: protocol.BatchRun) -> None:
+    a, res, spark = b.a, b.res, b.spark
     src, info = cache_input(make_input(spark, a.rows, a.keys, a.step_ms, a.dup_fraction, a.seed,
                                        a.shuffle_partitions))
     res["input"] = {**info, "rows_per_key": a.rows // a.keys, "step_ms": a.step_ms, "dup_fraction": a.dup_fraction,
@@ -270,7 +252,7 @@ def main(argv=None) -> int:
     n0 = a.lengths[-1]
     res["plan_windowagg"] = harness.plan_of(q_windowagg(src, n0))
     res["plan_over_rows"] = harness.plan_of(q_over_rows(src, n0))
-    save()
+    b.save()
 
     if a.check:
         for n in a.lengths:
@@ -282,52 +264,20 @@ def main(argv=None) -> int:
             ck["check_s"] = round(time.perf_counter() - t0, 1)
             res["lengths"][str(n)]["check"] = ck
             log(f"check N={n} on keys k < {a.check_keys}: {ck}")
-            save()
+            b.save()
 
-    runner = harness.Runner(spark, a.timeout)
+    b.cell("sort_floor", lambda: q_floor(src, a.shuffle_partitions), res, "floor", competitor="sort_floor", length=None)
 
-    def cell(comp: str, n: int | None, make_df, conf: dict | None = None) -> dict:
-        def on_run(r):
-            r["competitor"] = comp
-            r["length"] = n
-            res["runs"].append(r)
-            save()
-        label = comp if n is None else f"N={n}/{comp}"
-        c = harness.measure(runner, label, make_df, reps=a.reps, long_run=a.long_run, contended=a.contended,
-                            retries=a.retries, quiet_wait=a.quiet_wait, conf=conf, on_run=on_run,
-                            long_warmup_is_timed=True)
-        c["competitor"] = comp
-        c["length"] = n
-        return c
-
-    res["floor"] = cell("sort_floor", None, lambda: q_floor(src, a.shuffle_partitions))
-    save()
+    def cells_at(n):
+        return res["lengths"][str(n)]["cells"]
     for n in a.lengths:
-        res["lengths"][str(n)]["cells"]["windowagg"] = cell("windowagg", n, lambda n=n: q_windowagg(src, n))
-        save()
+        b.cell(f"N={n}/windowagg", lambda n=n: q_windowagg(src, n), cells_at(n), "windowagg", competitor="windowagg",
+               length=n)
     for comp in ("over_rows_segtree", "over_rows"):
         conf = {harness.SEGTREE_CONF: "true"} if comp == "over_rows_segtree" else None
-        timed_out_at = None
-        for n in a.lengths:
-            if timed_out_at is not None and a.skip_longer:
-                c = {"label": f"N={n}/{comp}", "competitor": comp, "length": n, "status": "timeout",
-                     "skipped": True, "timeout_s": a.timeout, "times_s": [], "cpu_s": [], "median_s": None,
-                     "median_cpu_s": None, "contended_runs": 0,
-                     "note": f"not run: timed out at N = {timed_out_at:,} (its cost only grows with N)"}
-                log(f"N={n}/{comp}: {c['note']}")
-            else:
-                c = cell(comp, n, lambda n=n: q_over_rows(src, n), conf=conf)
-                if c["status"] == "timeout":
-                    timed_out_at = n
-            res["lengths"][str(n)]["cells"][comp] = c
-            save()
-
+        b.until_timeout(a.lengths, "N", comp, "length", cells_at, lambda n: b.cell(
+            f"N={n}/{comp}", lambda: q_over_rows(src, n), cells_at(n), comp, conf=conf, competitor=comp, length=n))
     src.unpersist()
-    harness.finish(spark, res, save)
-    summary(res)
-    if a.docs:
-        rerender([out])
-    return 0
 
 
 # ------------------------------------------------------------------------------ summary + report
@@ -492,7 +442,11 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                          run_line_before=f" on {i['rows']:,} rows, {i['keys']:,} keys"))
 
 
-rerender = report.rerenderer(render, DOC, IMG)  # --report
+BENCHMARK = protocol.BatchBenchmark(
+    "count_batch", "windowagg-bench-count", parse_args, run, render, DOC, IMG,
+    results={"input": None, "lengths": {}, "floor": None}, summary=summary,
+    start=lambda a: {"config": harness.segment_tree_config})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""The protocol of a batch benchmark: what it declares (BatchBenchmark) and what the harness does with
+it (BatchRun).
+
+A batch benchmark declares its results' name, its flags, its run and its page:
+
+    BENCHMARK = protocol.BatchBenchmark(
+        "count_batch", "windowagg-bench-count", parse_args, run, render, DOC, IMG,
+        results={"input": None, "lengths": {}, "floor": None}, summary=summary)
+    main, rerender = BENCHMARK.main, BENCHMARK.rerender
+
+`run(b)` caches its inputs, runs its checks and measures its competitors, each with `b.cell(label,
+query, **tags)`, writing what it finds into `b.res` (the results' header from harness.start, then its
+own `results` sections, then every timed and untimed run in res["runs"]); the harness parses the flags,
+re-renders the page for --report, starts the session, saves the results after every run, ends the run
+(harness.finish), logs the summary and renders the page with --docs.
+"""
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+import report  # noqa: E402
+from harness import log  # noqa: E402
+
+
+class BatchRun:
+    """One run of a batch benchmark: its session (`spark`), its results (`res`, saved to `path`) and
+    its cells, each harness.measure with the run's flags (`a`: --reps, --long-run, the contention flags)."""
+
+    def __init__(self, a, app: str, name: str, results: dict, csv: Callable[[dict], list[dict]] | None = None,
+                 **start_options):
+        self.a, self.csv = a, csv
+        self.spark, self.res = harness.start(a, app, name, **start_options)
+        self.path = harness.results_path(name, a.tag)
+        if self.res is not None:
+            self.res.update({**copy.deepcopy(results), "runs": [], "finished": None})
+            self.runner = harness.Runner(self.spark, a.timeout)
+
+    def save(self) -> Path:
+        path = harness.write_json(self.res, self.path)
+        if self.csv:
+            harness.write_csv(path.with_suffix(".csv"), self.csv(self.res))
+        return path
+
+    def cell(self, label: str, make_df: Callable[[], object], into: dict | list, key: str | None = None, *,
+             conf: dict | None = None, timeout: float | None = None, time_analysis: bool = False, **tags) -> dict:
+        """One competitor's cell, stored in `into` (at `key`, or appended) and saved: harness.measure (a
+        warm-up longer than --long-run is the one timed run), every run tagged with `tags` and kept in
+        res["runs"]; the cell carries the tags too. With time_analysis, each run records the seconds
+        make_df took (Spark's analysis, before the timer starts)."""
+        a, analysis_s = self.a, []
+
+        def on_run(r):
+            r.update(tags)
+            if time_analysis:
+                r["analysis_s"] = analysis_s[-1] if analysis_s else None
+            self.res["runs"].append(r)
+            self.save()
+
+        def make():
+            t0 = time.perf_counter()
+            df = make_df()
+            analysis_s.append(time.perf_counter() - t0)
+            return df
+        c = harness.measure(self.runner, label, make if time_analysis else make_df, reps=a.reps,
+                            long_run=a.long_run, contended=a.contended, retries=a.retries, quiet_wait=a.quiet_wait,
+                            conf=conf, timeout=timeout, on_run=on_run, long_warmup_is_timed=True)
+        c.update(tags)
+        if time_analysis:
+            c["median_analysis_s"] = harness.median(analysis_s)
+        self._store(c, into, key)
+        return c
+
+    def _store(self, c: dict, into: dict | list, key: str | None) -> None:
+        if key is None:
+            into.append(c)
+        else:
+            into[key] = c
+        self.save()
+
+    def until_timeout(self, sizes: list[int], letter: str, competitor: str, size_field: str,
+                      cells_at: Callable[[int], dict], measure_at: Callable[[int], dict]) -> None:
+        """A competitor whose cost only grows with the size: measure_at(size) (its cell) at each size,
+        smallest first, until it times out; the larger sizes then get a cell marked not run in
+        cells_at(size) (with --no-skip-longer they are measured anyway)."""
+        timed_out_at = None
+        for size in sizes:
+            if timed_out_at is None or not self.a.skip_longer:
+                if measure_at(size)["status"] == "timeout":
+                    timed_out_at = size
+                continue
+            label = f"{letter}={size}/{competitor}"
+            note = f"not run: timed out at {letter} = {timed_out_at:,} (its cost only grows with {letter})"
+            log(f"{label}: {note}")
+            self._store({"label": label, "competitor": competitor, size_field: size, "status": "timeout",
+                         "skipped": True, "timeout_s": self.a.timeout, "times_s": [], "cpu_s": [], "median_s": None,
+                         "median_cpu_s": None, "contended_runs": 0, "shuffle_bytes": None, "note": note},
+                        cells_at(size), competitor)
+
+
+@dataclass(frozen=True)
+class BatchBenchmark:
+    """A batch benchmark, declared: its results' name and Spark application, its flags (`parse_args`,
+    with harness.add_batch_args), its run (`run(b: BatchRun)`: inputs, checks, cells, into b.res, which
+    starts with `results`), its summary (`summary(res)`, logged at the end) and its page (`render(res,
+    json_path, doc, img)`, by default onto `doc` and `img`). `prepare(a)`, before the session, returns why
+    the run cannot start, or None; `start(a)` gives harness.start's options; `csv(res)` the rows of a
+    .csv written beside the results."""
+    name: str
+    app: str
+    parse_args: Callable
+    run: Callable[[BatchRun], None]
+    render: Callable
+    doc: Path
+    img: Path
+    results: dict
+    summary: Callable[[dict], None] | None = None
+    prepare: Callable[[object], str | None] | None = None
+    start: Callable[[object], dict] = lambda a: {}
+    csv: Callable[[dict], list[dict]] | None = None
+
+    def rerender(self, json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
+        """--report, and bench/report.py's: the page of one results file."""
+        report.rerender_one(json_paths, self.render, doc or self.doc, img or self.img)
+
+    def main(self, argv=None) -> int:
+        a = self.parse_args(argv)
+        if a.report:
+            self.rerender([Path(a.report)])
+            return 0
+        if self.prepare and (why := self.prepare(a)):
+            log(why)
+            return 1
+        log(f"args: {vars(a)}")
+        b = BatchRun(a, self.app, self.name, self.results, self.csv, **self.start(a))
+        if b.res is None:
+            return 1
+        self.run(b)
+        harness.finish(b.spark, b.res, b.save)
+        if self.summary:
+            self.summary(b.res)
+        if a.docs:
+            self.rerender([b.path])
+        return 0
