@@ -130,7 +130,10 @@ class BatchBenchmark:
         report.rerender_one(json_paths, self.render, doc or self.doc, img or self.img)
 
     def main(self, argv=None) -> int:
-        a = self.parse_args(argv)
+        return self.main_parsed(self.parse_args(argv))
+
+    def main_parsed(self, a) -> int:
+        """main, its flags parsed."""
         if a.report:
             self.rerender([Path(a.report)])
             return 0

@@ -76,6 +76,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -321,29 +322,11 @@ def per_key_headline(periods: list[int]) -> int:
 
 # ------------------------------------------------------------------------------ main
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
-    v = PER_KEY if a.per_key else GLOBAL
+def run(b: protocol.BatchRun, v: Variant) -> None:
+    a, res, spark = b.a, b.res, b.spark
     import windowagg
-    if v.keys and "keys" not in inspect.signature(windowagg.TableWindows.of).parameters:
-        log(f"the windowagg package at {Path(windowagg.__file__).parent} has no per-key TableWindows: run with "
-            f"PYTHONPATH={harness.REPO / 'python'} (bench/run table-windows-per-key does) or reinstall it")
-        return 1
-    log(f"args: {vars(a)}")
-    spark, res = harness.start(a, f"windowagg-bench-{v.name.replace('_', '-')}", v.name)
-    if res is None:
-        return 1
     res["config"]["windowagg_python"] = report.repo_rel(Path(windowagg.__file__).parent)
-    out = harness.results_path(v.name, a.tag)
-    res.update({"input": None, v.sizes_key: {}, "runs": [], "finished": None})
     sections = res[v.sizes_key]
-
-    def save():
-        return harness.write_json(res, out)
-
     events, info = harness.cache_input(data.table_events(spark, a.rows, a.keys, a.days, a.seed, a.shuffle_partitions),
                                        "events")
     events.createOrReplaceTempView("events")
@@ -364,30 +347,14 @@ def main(argv=None) -> int:
                                                  "BroadcastHashJoin", "ShuffledHashJoin")
                                      if s in sec["plan_range_join"]), "unknown")
         sec["stats"] = v.describe(spark, events, t, size, a.days)
-        save()
+        b.save()
 
-    runner = harness.Runner(spark, a.timeout)
+    def cells_at(size):
+        return sections[str(size)]["cells"]
 
     def cell(comp: str, size: int, make_df) -> dict:
-        build_s = []
-
-        def on_run(r):
-            r.update({"competitor": comp, v.size_field: size, "analysis_s": build_s[-1] if build_s else None})
-            res["runs"].append(r)
-            save()
-
-        def make():
-            t0 = time.perf_counter()
-            df = make_df()
-            build_s.append(time.perf_counter() - t0)
-            return df
-        c = harness.measure(runner, f"{v.letter}={size}/{comp}", make, reps=a.reps, long_run=a.long_run,
-                            contended=a.contended, retries=a.retries, quiet_wait=a.quiet_wait, on_run=on_run,
-                            long_warmup_is_timed=True)
-        c.update({"competitor": comp, v.size_field: size, "median_analysis_s": harness.median(build_s)})
-        sections[str(size)]["cells"][comp] = c
-        save()
-        return c
+        return b.cell(f"{v.letter}={size}/{comp}", make_df, cells_at(size), comp, time_analysis=True,
+                      competitor=comp, **{v.size_field: size})
 
     for size in a.sizes:
         cell("windowagg", size, lambda size=size: q_windowagg(spark, v, size))
@@ -397,20 +364,8 @@ def main(argv=None) -> int:
         definition = windowagg.TableWindows.of(periods[hd], keys=v.keys or None)
         sections[str(hd)]["df_definition"] = repr(definition)
         cell("windowagg_df", hd, lambda: q_windowagg_df(events, definition))
-    timed_out_at = None
-    for size in a.sizes:
-        if timed_out_at is not None and a.skip_longer:
-            c = {"label": f"{v.letter}={size}/range_join", "competitor": "range_join", v.size_field: size,
-                 "status": "timeout", "skipped": True, "timeout_s": a.timeout, "times_s": [], "cpu_s": [],
-                 "median_s": None, "median_cpu_s": None, "contended_runs": 0, "shuffle_bytes": None,
-                 "note": f"not run: timed out at {v.letter} = {timed_out_at:,} (its cost only grows with {v.letter})"}
-            log(f"{v.letter}={size}/range_join: {c['note']}")
-            sections[str(size)]["cells"]["range_join"] = c
-            save()
-            continue
-        c = cell("range_join", size, lambda size=size: q_range_join(spark, v, size))
-        if c["status"] == "timeout":
-            timed_out_at = size
+    b.until_timeout(a.sizes, v.letter, "range_join", v.size_field, cells_at,
+                    lambda size: cell("range_join", size, lambda: q_range_join(spark, v, size)))
 
     if a.check:
         from pyspark.sql import functions as F
@@ -435,16 +390,32 @@ def main(argv=None) -> int:
             ck["check_s"] = round(time.perf_counter() - t0, 1)
             sec["check"] = ck
             log(f"check {v.letter}={size} ({'all keys' if whole else f'keys k < {a.check_keys}'}): {ck}")
-            save()
+            b.save()
 
     for t in periods.values():
         t.unpersist()
     events.unpersist()
-    harness.finish(spark, res, save)
-    summary(res, v)
-    if a.docs:
-        rerender([out])
-    return 0
+
+
+def without_per_key_windows(v: Variant) -> str | None:
+    """Why the per-key variant cannot run on the windowagg package found, if it cannot."""
+    import windowagg
+    if v.keys and "keys" not in inspect.signature(windowagg.TableWindows.of).parameters:
+        return (f"the windowagg package at {Path(windowagg.__file__).parent} has no per-key TableWindows: run with "
+                f"PYTHONPATH={harness.REPO / 'python'} (bench/run table-windows-per-key does) or reinstall it")
+    return None
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if a.report:  # the results file's own variant
+        rerender([Path(a.report)])
+        return 0
+    v = PER_KEY if a.per_key else GLOBAL
+    return protocol.BatchBenchmark(
+        v.name, f"windowagg-bench-{v.name.replace('_', '-')}", parse_args, lambda b: run(b, v), v.render, v.doc,
+        v.img, results={"input": None, v.sizes_key: {}}, summary=lambda res: summary(res, v),
+        prepare=lambda a: without_per_key_windows(v)).main_parsed(a)
 
 
 # ------------------------------------------------------------------------------ summary + report
