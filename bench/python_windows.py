@@ -53,6 +53,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log, ratio  # noqa: E402
 
@@ -181,15 +182,17 @@ def in_process(events, spark, assign) -> dict:
     return out
 
 
-def private_examples_jar(src: Path) -> tuple[str, dict]:
-    """A private copy of the examples jar (a rebuild must not replace it under the running JVM) and
-    the original's description."""
+def examples_copy() -> Path:
+    """The private copy of the examples jar that the session loads: a rebuild must not replace it under the
+    running JVM."""
+    return Path(f"/tmp/windowagg-bench-python-windows-examples-{os.getpid()}.jar")
+
+
+def examples_jar_info(src: Path) -> dict:
     st = src.stat()
-    copy = Path(f"/tmp/windowagg-bench-python-windows-examples-{os.getpid()}.jar")
-    shutil.copyfile(src, copy)
     mtime = dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
-    return str(copy), {"path": str(src), "bytes": st.st_size, "mtime": mtime,
-                       "sha256": hashlib.sha256(copy.read_bytes()).hexdigest(), "copy": str(copy)}
+    return {"path": str(src), "bytes": st.st_size, "mtime": mtime,
+            "sha256": hashlib.sha256(examples_copy().read_bytes()).hexdigest(), "copy": str(examples_copy())}
 
 
 def examples_jar_line(jar: dict) -> str:
@@ -199,35 +202,26 @@ def examples_jar_line(jar: dict) -> str:
 
 # ------------------------------------------------------------------------------ main
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
+def prepare(a) -> str | None:
+    """Why the run cannot start, or None, the examples jar's private copy then in spark.jars."""
     import windowagg
     if not hasattr(windowagg, "PythonWindows"):
-        log(f"the windowagg package at {Path(windowagg.__file__).parent} has no PythonWindows: run with "
-            f"PYTHONPATH={harness.REPO / 'python'} (bench/run python-windows does) or reinstall it")
-        return 1
-    examples = Path(a.examples_jar)
-    if not examples.exists():
-        log(f"no examples jar at {examples}: build it (mvn -pl jvm/examples package) or pass --examples-jar")
-        return 1
-    log(f"args: {vars(a)}")
-    examples_copy, examples_info = private_examples_jar(examples)
-    a.conf = [*a.conf, f"spark.jars={examples_copy}"]
-    spark, res = harness.start(a, "windowagg-bench-python-windows", "python_windows")
-    if res is None:
-        return 1
+        return (f"the windowagg package at {Path(windowagg.__file__).parent} has no PythonWindows: run with "
+                f"PYTHONPATH={harness.REPO / 'python'} (bench/run python-windows does) or reinstall it")
+    if not Path(a.examples_jar).exists():
+        return f"no examples jar at {a.examples_jar}: build it (mvn -pl jvm/examples package) or pass --examples-jar"
+    shutil.copyfile(a.examples_jar, examples_copy())
+    a.conf = [*a.conf, f"spark.jars={examples_copy()}"]
+    return None
+
+
+def run(b: protocol.BatchRun) -> None:
+    a, res, spark = b.a, b.res, b.spark
+    import windowagg
     res["config"].update({"windowagg_python": report.repo_rel(Path(windowagg.__file__).parent),
-                          "examples_jar": examples_info, "cores": spark.sparkContext.defaultParallelism,
+                          "examples_jar": examples_jar_info(Path(a.examples_jar)),
+                          "cores": spark.sparkContext.defaultParallelism,
                           "arrow_max_records_per_batch": spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")})
-    out = harness.results_path("python_windows", a.tag)
-    res.update({"input": None, "cells": {}, "runs": [], "in_process": None, "check": None, "plans": {}})
-
-    def save():
-        return harness.write_json(res, out)
-
     events, info = harness.cache_input(data.table_events(spark, a.rows, a.keys, a.days, a.seed, a.shuffle_partitions),
                                        "events")
     res["input"] = {**info, "days": a.days, "v": "floor(rand * 1024000) / 1024"}
@@ -244,22 +238,14 @@ def main(argv=None) -> int:
     }
     for name, make in queries.items():
         res["plans"][name] = harness.plan_of(make())
-    save()
+    b.save()
 
-    runner = harness.Runner(spark, a.timeout)
-    runner.cpu = harness.ProcessTreeCpuMeter(spark)
+    b.runner.cpu = harness.ProcessTreeCpuMeter(spark)
     for name, make in queries.items():
-        def on_run(r, name=name):
-            r["cell"] = name
-            res["runs"].append(r)
-            save()
-        c = harness.measure(runner, name, make, reps=a.reps, long_run=a.long_run, contended=a.contended,
-                            retries=a.retries, quiet_wait=a.quiet_wait, on_run=on_run, long_warmup_is_timed=True)
-        res["cells"][name] = c
-        save()
+        b.cell(name, make, res["cells"], name, cell=name)
 
     res["in_process"] = in_process(events, spark, fiscal_quarters)
-    save()
+    b.save()
     if a.check:
         t0 = time.perf_counter()
         jvm = queries["jvm_custom"]().cache()
@@ -269,15 +255,9 @@ def main(argv=None) -> int:
                         "check_s": round(time.perf_counter() - t0, 1)}
         jvm.unpersist()
         log(f"check: {res['check']}")
-        save()
-
+        b.save()
     events.unpersist()
-    harness.finish(spark, res, save)
-    Path(examples_copy).unlink(missing_ok=True)
-    summary(res)
-    if a.docs:
-        rerender([out])
-    return 0
+    examples_copy().unlink(missing_ok=True)  # the session has loaded it
 
 
 # ------------------------------------------------------------------------------ summary + report
@@ -463,7 +443,11 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                          run_line_before=f" on {rows:,} rows, {i['keys']:,} keys"))
 
 
-rerender = report.rerenderer(render, DOC, IMG)  # --report
+BENCHMARK = protocol.BatchBenchmark(
+    "python_windows", "windowagg-bench-python-windows", parse_args, run, render, DOC, IMG,
+    results={"input": None, "cells": {}, "in_process": None, "check": None, "plans": {}}, summary=summary,
+    prepare=prepare)
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":
