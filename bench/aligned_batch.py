@@ -68,6 +68,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -263,39 +264,12 @@ def compare(left, right) -> dict:
 
 # ------------------------------------------------------------------------------ main
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(x) for x in a.report])
-        return 0
-    log(f"args: {vars(a)}")
-    spark, res = harness.start(a, "windowagg-bench-aligned", "aligned_batch")
-    if res is None:
-        return 1
-    out = harness.results_path("aligned_batch", a.tag)
-    res.update({
-        "sections": {},
-        "runs": [],
-        "finished": None,
-    })
+def run(b: protocol.BatchRun) -> None:
+    a, res, spark = b.a, b.res, b.spark
 
-    def save():
-        return harness.write_json(res, out)
-
-    runner = harness.Runner(spark, a.timeout)
-
-    def cell(sec: dict, name: str, make_df, label: str | None = None, timeout: float | None = None):
-        def on_run(r):
-            r["section"] = sec["name"]
-            r["competitor"] = name
-            res["runs"].append(r)
-            save()
-        c = harness.measure(runner, label or f"{sec['name']}/{name}", make_df, reps=a.reps, long_run=a.long_run,
-                            contended=a.contended, retries=a.retries, quiet_wait=a.quiet_wait, on_run=on_run,
-                            timeout=timeout, long_warmup_is_timed=True)
-        sec["cells"][name] = c
-        save()
-        return c
+    def cell(sec: dict, name: str, make_df, timeout: float | None = None):
+        b.cell(f"{sec['name']}/{name}", make_df, sec["cells"], name, timeout=timeout, section=sec["name"],
+               competitor=name)
 
     def check_key_subset(sec: dict, df, what: str) -> None:
         """windowagg's hopping windows against Spark window()'s on the keys k < --hop-check-keys (Spark's side is slow)."""
@@ -306,12 +280,12 @@ def main(argv=None) -> int:
         sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
         sec["check_s"] = round(time.perf_counter() - t0, 1)
         log(f"{what} check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
-        save()
+        b.save()
 
     def section(name: str, title: str, **kw) -> dict:
         sec = {"name": name, "title": title, "cells": {}, **kw}
         res["sections"][name] = sec
-        save()
+        b.save()
         return sec
 
     aligned = None
@@ -340,7 +314,7 @@ def main(argv=None) -> int:
             sec["check_s"] = round(time.perf_counter() - t0, 1)
             log(f"hopping check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
             log(f"hopping check window_agg vs window(): {sec['check_tvf']} ({sec['check_s']} s)")
-            save()
+            b.save()
         cell(sec, "windowagg", lambda: q_windows(aligned, HOP_SPEC))
         cell(sec, "windowagg_tvf", lambda: q_window_agg(spark, aligned, HOP_SPEC, "src_aligned"))
         # Spark copies every row 360 times: on a subset of the keys it finishes, on the whole input it
@@ -399,7 +373,7 @@ def main(argv=None) -> int:
             sec["check"] = compare(flat(q_windows(aligned, TUMBLE_SPEC)), flat(q_spark_window(aligned, "1 minute")))
             sec["check_s"] = round(time.perf_counter() - t0, 1)
             log(f"tumbling check windows() vs window(): {sec['check']} ({sec['check_s']} s)")
-            save()
+            b.save()
         cell(sec, "windowagg", lambda: q_windows(aligned, TUMBLE_SPEC))
         cell(sec, "spark", lambda: q_spark_window(aligned, "1 minute"))
         cell(sec, "sort_floor", lambda: q_floor(aligned, a.shuffle_partitions))
@@ -420,7 +394,7 @@ def main(argv=None) -> int:
             sec["check_s"] = round(time.perf_counter() - t0, 1)
             log(f"cumulative check windows() vs union of 24: {sec['check']}")
             log(f"cumulative check hourly+running vs union of 24: {sec['check_hourly_running']} ({sec['check_s']} s)")
-            save()
+            b.save()
         cell(sec, "windowagg", lambda: q_windows(cum, CUM_SPEC))
         cell(sec, "spark_union24", lambda: q_union24(cum))
         cell(sec, "spark_hourly_running", lambda: q_hourly_running(cum))
@@ -443,7 +417,7 @@ def main(argv=None) -> int:
             sec["check_s"] = round(time.perf_counter() - t0, 1)
             log(f"calendar check windows() vs date_trunc: {sec['check']}")
             log(f"calendar check {CAL_ZONE} windows() vs local date_trunc: {sec['check_zone']} ({sec['check_s']} s)")
-            save()
+            b.save()
         cell(sec, "windowagg", lambda: q_windows(cal, CAL_SPEC))
         cell(sec, "windowagg_zone", lambda: q_windows(cal, CAL_ZONE_SPEC))
         cell(sec, "spark_date_trunc", lambda: q_date_trunc(cal))
@@ -494,11 +468,6 @@ def main(argv=None) -> int:
         cell(sec, "spark", lambda: data.session_query("spark", ses))
         ses.unpersist()
 
-    harness.finish(spark, res, save)
-    summary(res)
-    if a.docs:
-        rerender([out])
-    return 0
 
 
 # ------------------------------------------------------------------------------ summary + report
@@ -655,9 +624,6 @@ def load_results(paths: list[Path]) -> dict:
     return res
 
 
-def rerender(json_paths: list[Path], doc: Path = DOC, img: Path = IMG) -> None:
-    """--report: the page (and plot) from one or more results files (see load_results)."""
-    render(load_results(json_paths), json_paths, doc, img)
 
 
 def input_values(res: dict) -> dict:
@@ -758,6 +724,12 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         "checks_table": "\n".join(checks),
         "srcs": " ".join(report.repo_rel(p) for p in json_paths),
     }, report.run_values("aligned_batch.py", res, json_paths, doc, img, NOTES))
+
+BENCHMARK = protocol.BatchBenchmark(
+    "aligned_batch", "windowagg-bench-aligned", parse_args, run, render, DOC, IMG, results={"sections": {}},
+    summary=summary, load=load_results)
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
+
 
 if __name__ == "__main__":
     sys.exit(main())

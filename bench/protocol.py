@@ -111,7 +111,8 @@ class BatchBenchmark:
     starts with `results`), its summary (`summary(res)`, logged at the end) and its page (`render(res,
     json_path, doc, img)`, by default onto `doc` and `img`). `prepare(a)`, before the session, returns why
     the run cannot start, or None; `start(a)` gives harness.start's options; `csv(res)` the rows of a
-    .csv written beside the results."""
+    .csv written beside the results; `load(json_paths)` makes one results of several files (--report
+    then takes several, and render gets their paths)."""
     name: str
     app: str
     parse_args: Callable
@@ -124,10 +125,14 @@ class BatchBenchmark:
     prepare: Callable[[object], str | None] | None = None
     start: Callable[[object], dict] = lambda a: {}
     csv: Callable[[dict], list[dict]] | None = None
+    load: Callable[[list[Path]], dict] | None = None
 
     def rerender(self, json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
-        """--report, and bench/report.py's: the page of one results file."""
-        report.rerender_one(json_paths, self.render, doc or self.doc, img or self.img)
+        """--report, and bench/report.py's: the page of the results file(s)."""
+        if self.load:
+            self.render(self.load(json_paths), json_paths, doc or self.doc, img or self.img)
+        else:
+            report.rerender_one(json_paths, self.render, doc or self.doc, img or self.img)
 
     def main(self, argv=None) -> int:
         return self.main_parsed(self.parse_args(argv))
@@ -135,7 +140,7 @@ class BatchBenchmark:
     def main_parsed(self, a) -> int:
         """main, its flags parsed."""
         if a.report:
-            self.rerender([Path(a.report)])
+            self.rerender([Path(x) for x in (a.report if self.load else [a.report])])
             return 0
         if self.prepare and (why := self.prepare(a)):
             log(why)
