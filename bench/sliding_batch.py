@@ -31,6 +31,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402  (the input generator)
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -134,43 +135,23 @@ def check_against_over(df, size_s: int, wa: data.WindowAgg, keys: int) -> dict:
     return {"rows_checked": n_rows, "mismatches": n_bad}
 
 
-# ---------------------------------------------------------------------------------- results
+# ------------------------------------------------------------------------------------ the run
 
-def write_results(res: dict, tag: str) -> Path:
-    path = harness.write_json(res, harness.results_path("sliding_batch", tag))
-    harness.write_csv(path.with_suffix(".csv"), res["cells"])
-    return path
-
-
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
+def run(b: protocol.BatchRun) -> None:
+    a, res, spark = b.a, b.res, b.spark
     span = a.rows / a.keys / a.density  # seconds of events per key
     points = [(t, data.sliding_window_seconds(t, a.density, span)) for t in a.points]
     log(f"rows={a.rows:,} keys={a.keys} density={a.density}/s/key span={span:.0f}s/key "
         f"points(rows/window -> S)={points} reps={a.reps} timeout={a.timeout:.0f}s "
         f"competitors={a.competitors}")
-
-    spark, res = harness.start(
-        a, "windowagg-bench-sliding-batch", "sliding_batch", require_windowagg=False,
-        aqe_coalesce=a.aqe_coalesce, ui=a.ui, config=harness.segment_tree_config)
     wa = data.WindowAgg(spark)
     if not harness.windowagg_loadable(spark):
         wa.via = "not available"
         log("windowagg classes not loadable: the windowagg competitor is skipped")
     competitors = [c for c in a.competitors if c != "windowagg" or wa.via != "not available"]
     res["config"]["windowagg_via"] = wa.via
-    res.update({
-        "workload": {"rows": a.rows, "keys": a.keys, "rows_per_key": a.rows // a.keys,
-                     "density_per_s_per_key": a.density, "span_s_per_key": span},
-        "points": [],
-        "cells": [],
-        "checks": [],
-        "finished": None,
-        "runs": [],  # every run, timed or not, with the CPU other processes took meanwhile
-    })
+    res["workload"] = {"rows": a.rows, "keys": a.keys, "rows_per_key": a.rows // a.keys,
+                       "density_per_s_per_key": a.density, "span_s_per_key": span}
 
     log("building input ...")
     df = data.sliding_batch_input(spark, a.rows, a.keys, a.density, a.seed, a.shuffle_partitions).cache()
@@ -184,7 +165,7 @@ def main(argv=None) -> int:
     res["workload"].update({"rows_cached": n, "distinct_k_ts": distinct,
                             "ts_min": str(rng[0]), "ts_max": str(rng[1]),
                             "cached_partitions": df.rdd.getNumPartitions()})
-    write_results(res, a.tag)
+    b.save()
 
     for target, s in points:
         pt = {"target": target, "window_seconds": s, "nominal_rows_per_window": a.density * s}
@@ -207,9 +188,8 @@ def main(argv=None) -> int:
                 res["checks"].append(chk)
                 log(f"S={s}s: check windowagg left windows vs OVER RANGE on 20 keys: {chk}")
         res["points"].append(pt)
-        write_results(res, a.tag)
+        b.save()
 
-    runner = harness.Runner(spark, a.timeout)
     # The order of the cells: with --order targets-first (the default), first the cells the targets
     # need (windowagg and the floor at every point, OVER RANGE default at the point nearest 500
     # rows/window), then all others point by point; with --order points, point by point.
@@ -226,29 +206,15 @@ def main(argv=None) -> int:
             res["cells"].append({**where, "times_s": [], "warmup_s": None, "median_s": None, "status": "skipped",
                                  "note": given_up[comp][1], "contended_runs": 0, "max_foreign_cores": None})
             log(f"{comp:12s} rows/window~{target:5d} S={s:4d}s: skipped ({given_up[comp][1]})")
-            write_results(res, a.tag)
+            b.save()
             continue
-
-        def on_run(r, where=where):
-            r.update(where)
-            res["runs"].append(r)
-
-        cell = {**where, **harness.measure(
-            runner, f"{comp} ~{target} rows/window S={s}s",
-            lambda comp=comp, s=s: data.sliding_query(comp, df, s, wa, a.shuffle_partitions),
-            reps=a.reps, long_run=a.long_run, contended=a.contended, retries=a.retries, quiet_wait=a.quiet_wait,
-            conf={harness.SEGTREE_CONF: "true"} if comp == "over_segtree" else None, on_run=on_run)}
-        res["cells"].append(cell)
+        cell = b.cell(f"{comp} ~{target} rows/window S={s}s",
+                      lambda comp=comp, s=s: data.sliding_query(comp, df, s, wa, a.shuffle_partitions), res["cells"],
+                      conf={harness.SEGTREE_CONF: "true"} if comp == "over_segtree" else None, **where)
         if cell["status"] == "error":
             given_up[comp] = (s, f"failed at S = {s} s")
         elif cell["status"] == "timeout" or ": timeout" in (cell["note"] or ""):
             given_up[comp] = (s, f"timed out > {a.timeout:.0f} s at S = {s} s")
-        write_results(res, a.tag)
-
-    path = harness.finish(spark, res, lambda: write_results(res, a.tag))
-    if a.docs:
-        render(res, path, DOC, IMG)
-    return 0
 
 
 # ------------------------------------------------------------------------------------- the page
@@ -432,7 +398,14 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     }, report.run_values("sliding_batch.py", res, [json_path], doc, img, NOTES))
 
 
-rerender = report.rerenderer(render, DOC, IMG)  # --report
+BENCHMARK = protocol.BatchBenchmark(
+    "sliding_batch", "windowagg-bench-sliding-batch", parse_args, run, render, DOC, IMG,
+    results={"workload": None, "points": [], "cells": [], "checks": []},
+    csv=lambda res: [{"competitor": c["competitor"], "target": c["target"], "window_seconds": c["window_seconds"], **c}
+                     for c in res["cells"]],  # the cell's place first
+    start=lambda a: {"require_windowagg": False, "aqe_coalesce": a.aqe_coalesce, "ui": a.ui,
+                     "config": harness.segment_tree_config})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":
