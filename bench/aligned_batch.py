@@ -264,7 +264,7 @@ def compare(left, right) -> dict:
 
 # ------------------------------------------------------------------------------ main
 
-def run(b: protocol.BatchRun) -> None:
+def run(b: protocol.Run) -> None:
     a, res, spark = b.a, b.res, b.spark
 
     def cell(sec: dict, name: str, make_df, timeout: float | None = None):
@@ -725,7 +725,7 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         "srcs": " ".join(report.repo_rel(p) for p in json_paths),
     }, report.run_values("aligned_batch.py", res, json_paths, doc, img, NOTES))
 
-BENCHMARK = protocol.BatchBenchmark(
+BENCHMARK = protocol.Benchmark(
     "aligned_batch", "windowagg-bench-aligned", parse_args, run, render, DOC, IMG, results={"sections": {}},
     summary=summary, load=load_results)
 main, rerender = BENCHMARK.main, BENCHMARK.rerender

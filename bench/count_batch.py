@@ -239,7 +239,7 @@ def check(spark, df, n: int, keys: int) -> dict:
 
 # ------------------------------------------------------------------------------ the run
 
-def run(b: protocol.BatchRun) -> None:
+def run(b: protocol.Run) -> None:
     a, res, spark = b.a, b.res, b.spark
     src, info = cache_input(make_input(spark, a.rows, a.keys, a.step_ms, a.dup_fraction, a.seed,
                                        a.shuffle_partitions))
@@ -442,7 +442,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                          run_line_before=f" on {i['rows']:,} rows, {i['keys']:,} keys"))
 
 
-BENCHMARK = protocol.BatchBenchmark(
+BENCHMARK = protocol.Benchmark(
     "count_batch", "windowagg-bench-count", parse_args, run, render, DOC, IMG,
     results={"input": None, "lengths": {}, "floor": None}, summary=summary,
     start=lambda a: {"config": harness.segment_tree_config})

@@ -1,18 +1,18 @@
-"""The protocol of a batch benchmark: what it declares (BatchBenchmark) and what the harness does with
-it (BatchRun).
+"""The protocol of a benchmark: what it declares (Benchmark) and what the harness does with it (Run).
 
-A batch benchmark declares its results' name, its flags, its run and its page:
+A benchmark declares its results' name, its flags, its run and its page:
 
-    BENCHMARK = protocol.BatchBenchmark(
+    BENCHMARK = protocol.Benchmark(
         "count_batch", "windowagg-bench-count", parse_args, run, render, DOC, IMG,
         results={"input": None, "lengths": {}, "floor": None}, summary=summary)
     main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
-`run(b)` caches its inputs, runs its checks and measures its competitors, each with `b.cell(label,
-query, **tags)`, writing what it finds into `b.res` (the results' header from harness.start, then its
-own `results` sections, then every timed and untimed run in res["runs"]); the harness parses the flags,
-re-renders the page for --report, starts the session, saves the results after every run, ends the run
-(harness.finish), logs the summary and renders the page with --docs.
+`run(b)` makes its inputs, runs its checks and measures its competitors (a batch cell: `b.cell(label,
+query, into, key, **tags)`; a streaming run: harness.run_stream), writing what it finds into `b.res`
+(the results' header from harness.start, then its own `results` sections, then every run in
+res["runs"]) and calling `b.save()`; the harness parses the flags, re-renders the page for --report,
+starts the session, ends the run (harness.finish, also when it fails), logs the summary and renders
+the page with --docs.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import copy
 import sys
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -29,23 +30,29 @@ import report  # noqa: E402
 from harness import log  # noqa: E402
 
 
-class BatchRun:
-    """One run of a batch benchmark: its session (`spark`), its results (`res`, saved to `path`) and
-    its cells, each harness.measure with the run's flags (`a`: --reps, --long-run, the contention flags)."""
+class Run:
+    """One run of a benchmark: its session (`spark`), its results (`res`, saved to `path` with
+    `summarize(res)` first and `also_write(path, res)` after) and, for a batch benchmark, its cells,
+    each harness.measure with the run's flags (`a`: --reps, --long-run, the contention flags)."""
 
-    def __init__(self, a, app: str, name: str, results: dict, csv: Callable[[dict], list[dict]] | None = None,
+    def __init__(self, a, app: str, name: str, results: dict, summarize=None, also_write=None, indent: int = 2,
                  **start_options):
-        self.a, self.csv = a, csv
+        self.a, self.summarize, self.also_write, self.indent = a, summarize, also_write, indent
         self.spark, self.res = harness.start(a, app, name, **start_options)
         self.path = harness.results_path(name, a.tag)
         if self.res is not None:
             self.res.update({**copy.deepcopy(results), "runs": [], "finished": None})
-            self.runner = harness.Runner(self.spark, a.timeout)
+
+    @cached_property
+    def runner(self) -> harness.Runner:
+        return harness.Runner(self.spark, self.a.timeout)
 
     def save(self) -> Path:
-        path = harness.write_json(self.res, self.path)
-        if self.csv:
-            harness.write_csv(path.with_suffix(".csv"), self.csv(self.res))
+        if self.summarize:
+            self.summarize(self.res)
+        path = harness.write_json(self.res, self.path, self.indent)
+        if self.also_write:
+            self.also_write(path, self.res)
         return path
 
     def cell(self, label: str, make_df: Callable[[], object], into: dict | list, key: str | None = None, *,
@@ -105,26 +112,30 @@ class BatchRun:
 
 
 @dataclass(frozen=True)
-class BatchBenchmark:
-    """A batch benchmark, declared: its results' name and Spark application, its flags (`parse_args`,
-    with harness.add_batch_args), its run (`run(b: BatchRun)`: inputs, checks, cells, into b.res, which
-    starts with `results`), its summary (`summary(res)`, logged at the end) and its page (`render(res,
-    json_path, doc, img)`, by default onto `doc` and `img`). `prepare(a)`, before the session, returns why
-    the run cannot start, or None; `start(a)` gives harness.start's options; `csv(res)` the rows of a
-    .csv written beside the results; `load(json_paths)` makes one results of several files (--report
-    then takes several, and render gets their paths)."""
+class Benchmark:
+    """A benchmark, declared: its results' name and Spark application, its flags (`parse_args`), its run
+    (`run(b: Run)`: inputs, checks, cells or streaming runs, into b.res, which starts with `results`),
+    its summary (`summary(res)`, logged at the end) and its page (`render(res, json_path, doc, img)`, by
+    default onto `doc` and `img`; None when the page is written by hand around what render prints).
+    `prepare(a)`, before the session, returns why the run cannot start, or None; `start(a)` gives
+    harness.start's options; `summarize(res)` derives the results' summary from the runs before each
+    save (and --report's); `also_write(path, res)` writes other files beside the results (CSV),
+    `indent` is the JSON's; `load(json_paths)` makes one results of several files (--report then takes
+    several, and render gets their paths)."""
     name: str
     app: str
     parse_args: Callable
-    run: Callable[[BatchRun], None]
+    run: Callable[[Run], None]
     render: Callable
-    doc: Path
-    img: Path
+    doc: Path | None
+    img: Path | None
     results: dict
     summary: Callable[[dict], None] | None = None
     prepare: Callable[[object], str | None] | None = None
     start: Callable[[object], dict] = lambda a: {}
-    csv: Callable[[dict], list[dict]] | None = None
+    summarize: Callable[[dict], None] | None = None
+    also_write: Callable[[Path, dict], None] | None = None
+    indent: int = 2
     load: Callable[[list[Path]], dict] | None = None
 
     def rerender(self, json_paths: list[Path], doc: Path | None = None, img: Path | None = None) -> None:
@@ -132,7 +143,8 @@ class BatchBenchmark:
         if self.load:
             self.render(self.load(json_paths), json_paths, doc or self.doc, img or self.img)
         else:
-            report.rerender_one(json_paths, self.render, doc or self.doc, img or self.img)
+            report.rerender_one(json_paths, self.render, doc or self.doc, img or self.img, self.summarize,
+                                self.indent)
 
     def main(self, argv=None) -> int:
         return self.main_parsed(self.parse_args(argv))
@@ -146,13 +158,15 @@ class BatchBenchmark:
             log(why)
             return 1
         log(f"args: {vars(a)}")
-        b = BatchRun(a, self.app, self.name, self.results, self.csv, **self.start(a))
+        b = Run(a, self.app, self.name, self.results, self.summarize, self.also_write, self.indent, **self.start(a))
         if b.res is None:
             return 1
-        self.run(b)
-        harness.finish(b.spark, b.res, b.save)
+        try:
+            self.run(b)
+        finally:
+            harness.finish(b.spark, b.res, b.save)
         if self.summary:
             self.summary(b.res)
-        if a.docs:
+        if getattr(a, "docs", False):
             self.rerender([b.path])
         return 0

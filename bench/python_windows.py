@@ -215,7 +215,7 @@ def prepare(a) -> str | None:
     return None
 
 
-def run(b: protocol.BatchRun) -> None:
+def run(b: protocol.Run) -> None:
     a, res, spark = b.a, b.res, b.spark
     import windowagg
     res["config"].update({"windowagg_python": report.repo_rel(Path(windowagg.__file__).parent),
@@ -443,7 +443,7 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
                          run_line_before=f" on {rows:,} rows, {i['keys']:,} keys"))
 
 
-BENCHMARK = protocol.BatchBenchmark(
+BENCHMARK = protocol.Benchmark(
     "python_windows", "windowagg-bench-python-windows", parse_args, run, render, DOC, IMG,
     results={"input": None, "cells": {}, "in_process": None, "check": None, "plans": {}}, summary=summary,
     prepare=prepare)

@@ -137,7 +137,7 @@ def check_against_over(df, size_s: int, wa: data.WindowAgg, keys: int) -> dict:
 
 # ------------------------------------------------------------------------------------ the run
 
-def run(b: protocol.BatchRun) -> None:
+def run(b: protocol.Run) -> None:
     a, res, spark = b.a, b.res, b.spark
     span = a.rows / a.keys / a.density  # seconds of events per key
     points = [(t, data.sliding_window_seconds(t, a.density, span)) for t in a.points]
@@ -398,11 +398,12 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     }, report.run_values("sliding_batch.py", res, [json_path], doc, img, NOTES))
 
 
-BENCHMARK = protocol.BatchBenchmark(
+BENCHMARK = protocol.Benchmark(
     "sliding_batch", "windowagg-bench-sliding-batch", parse_args, run, render, DOC, IMG,
     results={"workload": None, "points": [], "cells": [], "checks": []},
-    csv=lambda res: [{"competitor": c["competitor"], "target": c["target"], "window_seconds": c["window_seconds"], **c}
-                     for c in res["cells"]],  # the cell's place first
+    also_write=lambda path, res: harness.write_csv(path.with_suffix(".csv"), [  # each cell, its place first
+        {"competitor": c["competitor"], "target": c["target"], "window_seconds": c["window_seconds"], **c}
+        for c in res["cells"]]),
     start=lambda a: {"require_windowagg": False, "aqe_coalesce": a.aqe_coalesce, "ui": a.ui,
                      "config": harness.segment_tree_config})
 main, rerender = BENCHMARK.main, BENCHMARK.rerender

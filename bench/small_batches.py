@@ -34,6 +34,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log, loadavg  # noqa: E402
 
@@ -105,7 +106,10 @@ def small_batch_figures(progress: list, rows: int) -> dict:
             "state_rows": [sum(op.get("numRowsTotal", 0) for op in p.get("stateOperators") or []) for p in small]}
 
 
-def run(spark, a, res, save) -> None:
+def run(b: protocol.Run) -> None:
+    spark, a, res, save = b.spark, b.a, b.res, b.save
+    res["tag"] = a.tag
+    save()
     work = Path(f"/tmp/windowagg-bench-small-batches-{os.getpid()}")
     meter = harness.CpuMeter(spark)
     for keys in a.open_keys:
@@ -161,26 +165,6 @@ def summarize(res: dict) -> None:
         res["cells"][key] = cell
 
 
-def main(argv=None):
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
-    spark, res = harness.start(a, "windowagg-bench-small-batches", "small_batches", config=harness.stream_config,
-                               streaming=True)
-    if res is None:
-        return 1
-    res.update({"tag": a.tag, "runs": []})
-
-    def save():
-        return harness.write_json(res, harness.results_path("small_batches", a.tag))
-
-    save()
-    run(spark, a, res, save)
-    harness.finish(spark, res, save)
-    return 0
-
-
 def plot(res: dict, img: Path) -> None:
     """A small micro-batch's median time against the open keys, per kind and competitor."""
     plt = report.pyplot()
@@ -226,7 +210,10 @@ def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> No
     print("\n".join(tables(res)))
 
 
-rerender = report.rerenderer(render)  # --report
+BENCHMARK = protocol.Benchmark(
+    "small_batches", "windowagg-bench-small-batches", parse_args, run, render, None, None, results={},
+    start=lambda a: {"config": harness.stream_config, "streaming": True})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

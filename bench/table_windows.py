@@ -322,7 +322,7 @@ def per_key_headline(periods: list[int]) -> int:
 
 # ------------------------------------------------------------------------------ main
 
-def run(b: protocol.BatchRun, v: Variant) -> None:
+def run(b: protocol.Run, v: Variant) -> None:
     a, res, spark = b.a, b.res, b.spark
     import windowagg
     res["config"]["windowagg_python"] = report.repo_rel(Path(windowagg.__file__).parent)
@@ -412,7 +412,7 @@ def main(argv=None) -> int:
         rerender([Path(a.report)])
         return 0
     v = PER_KEY if a.per_key else GLOBAL
-    return protocol.BatchBenchmark(
+    return protocol.Benchmark(
         v.name, f"windowagg-bench-{v.name.replace('_', '-')}", parse_args, lambda b: run(b, v), v.render, v.doc,
         v.img, results={"input": None, v.sizes_key: {}}, summary=lambda res: summary(res, v),
         prepare=lambda a: without_per_key_windows(v)).main_parsed(a)
