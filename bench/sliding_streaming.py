@@ -42,6 +42,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402  (the input generator)
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -262,12 +263,6 @@ def summarize(res: dict) -> None:
     res["verdict"] = verdict(res)
 
 
-def write_results(res: dict, tag: str) -> Path:
-    jpath = harness.write_json(res, harness.results_path("sliding_streaming", tag), indent=1)
-    harness.write_run_csvs(jpath, res["runs"], ("competitor", "kind", "rep"))
-    return jpath
-
-
 # ------------------------------------------------------------------------------------- report
 
 def render_plot(res: dict, img: Path) -> None:
@@ -421,36 +416,19 @@ def verdict(res: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------- main
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
-
+def run(b: protocol.Run) -> None:
+    a, res, spark, save = b.a, b.res, b.spark, b.save
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-streaming-"))
     work.mkdir(parents=True, exist_ok=True)
     per_batch = -(-a.rows // a.batches)
     log(f"rows={a.rows:,} keys={a.keys} batches={a.batches} ({per_batch:,} events each) density={a.density}/s/key "
         f"S={a.size}s hop={a.size * 1000 // a.hop_divisor}ms grace={a.grace}s reps={a.reps} work={work}")
-    spark, res = harness.start(a, "windowagg-bench-sliding-streaming", "sliding_streaming", config=harness.stream_config,
-                               streaming=True, log_level="ERROR")
-    if res is None:
-        return 1
     meter = harness.CpuMeter(spark)
-
-    def save():
-        summarize(res)
-        return write_results(res, a.tag)
-
-    res.update({
-        "finished": None,
-        "workload": {"rows": a.rows, "keys": a.keys, "batches": a.batches, "rows_per_batch": per_batch,
-                     "density": a.density, "size_s": a.size, "hop_ms": a.size * 1000 // a.hop_divisor,
-                     "grace_s": a.grace, "jitter_ms": a.jitter_ms, "start": a.start, "warmup_batches": a.warmup_batches,
-                     "warmup_runs": a.warmup_runs,
-                     "event_seconds_per_batch": round(per_batch / (a.keys * a.density), 3)},
-        "runs": [],
-    })
+    res["workload"] = {"rows": a.rows, "keys": a.keys, "batches": a.batches, "rows_per_batch": per_batch,
+                       "density": a.density, "size_s": a.size, "hop_ms": a.size * 1000 // a.hop_divisor,
+                       "grace_s": a.grace, "jitter_ms": a.jitter_ms, "start": a.start, "warmup_batches": a.warmup_batches,
+                       "warmup_runs": a.warmup_runs,
+                       "event_seconds_per_batch": round(per_batch / (a.keys * a.density), 3)}
     try:
         t0 = time.perf_counter()
         files = data.sliding_stream_files(spark, work / "input", a.rows, a.batches, a.keys, a.density, a.seed, a.jitter_ms,
@@ -505,20 +483,26 @@ def main(argv=None) -> int:
                 res["profile"] = {"error": str(e).splitlines()[0][:300]}
                 log(f"profile failed: {res['profile']['error']}")
     finally:
-        path = harness.finish(spark, res, save)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(res: dict) -> None:
     for comp, x in res["summary"].items():
         log(f"{comp:10s} {x['events_per_s_median']:,.0f} events/s; state rows 2nd quarter {x['state']['q2_mean']} "
             f"-> last quarter {x['state']['q4_mean']}")
     for line in res["verdict"]:
         log(line)
-    if a.docs:
-        render_doc(res, path)
-    return 0
 
 
-rerender = report.rerenderer(render_doc, DOC, IMG, summarize=summarize, indent=1)  # --report
+BENCHMARK = protocol.Benchmark(
+    "sliding_streaming", "windowagg-bench-sliding-streaming", parse_args, run, render_doc, DOC, IMG, results={},
+    summary=summary, summarize=summarize, indent=1,
+    also_write=lambda path, res: harness.write_run_csvs(path, res["runs"], ("competitor", "kind", "rep")),
+    start=lambda a: {"config": harness.stream_config, "streaming": True, "log_level": "ERROR"})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
+
+
 
 
 if __name__ == "__main__":
