@@ -9,7 +9,7 @@ A benchmark declares its results' name, its flags, its run and its page:
 
 `run(b)` makes its inputs, runs its checks and measures its competitors (a batch cell: `b.cell(label,
 query, into, key, **tags)`; a streaming run: harness.run_stream), writing what it finds into `b.res`
-(the results' header from harness.start, then its own `results` sections, then every run in
+(the results' header from harness.start, then its own `results` sections; a batch cell's runs go to
 res["runs"]) and calling `b.save()`; the harness parses the flags, re-renders the page for --report,
 starts the session, ends the run (harness.finish, also when it fails), logs the summary and renders
 the page with --docs.
@@ -41,7 +41,7 @@ class Run:
         self.spark, self.res = harness.start(a, app, name, **start_options)
         self.path = harness.results_path(name, a.tag)
         if self.res is not None:
-            self.res.update({**copy.deepcopy(results), "runs": [], "finished": None})
+            self.res.update(copy.deepcopy(results))
 
     @cached_property
     def runner(self) -> harness.Runner:
@@ -67,7 +67,7 @@ class Run:
             r.update(tags)
             if time_analysis:
                 r["analysis_s"] = analysis_s[-1] if analysis_s else None
-            self.res["runs"].append(r)
+            self.res.setdefault("runs", []).append(r)
             self.save()
 
         def make():

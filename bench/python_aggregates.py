@@ -68,6 +68,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -323,7 +324,10 @@ def cell_query(name: str, df, wmedian):
     return df.select("k", "ts", wmedian("v", "w").over(frame).alias("m"))
 
 
-def run(spark, a, res, save) -> None:
+def run(b: protocol.Run) -> None:
+    spark, a, res, save = b.spark, b.a, b.res, b.save
+    res["tag"] = a.tag
+    save()
     if not a.streaming_only:
         run_batch(spark, a, res, save)
     run_streaming(spark, a, res, save)
@@ -362,25 +366,6 @@ def check(df, wmedian) -> dict:
     theirs = cell_query("tumbling_spark", df, wmedian).select(*columns)
     return {"windows": ours.count(), "spark_windows": theirs.count(),
             "mismatches": ours.exceptAll(theirs).count() + theirs.exceptAll(ours).count()}
-
-
-def main(argv=None):
-    a = parse_args(argv)
-    if a.report:
-        report.rerender_one([Path(a.report)], render, None, None)
-        return 0
-    spark, res = harness.start(a, "windowagg-bench-python-aggregates", "python_aggregates")
-    if res is None:
-        return 1
-    res.update({"tag": a.tag, "inputs": {}, "cells": {}})
-
-    def save():
-        return harness.write_json(res, harness.results_path("python_aggregates", a.tag))
-
-    save()
-    run(spark, a, res, save)
-    harness.finish(spark, res, save)
-    return 0
 
 
 def ratios(res: dict) -> dict:
@@ -459,6 +444,13 @@ def plot_batch(cells: list, res: dict, img: Path | None) -> None:
         ax.invert_yaxis()
     fig.tight_layout()
     report.save(fig, img or report.DOCS / "img" / f"python_aggregates_{res['tag']}.png")
+
+
+
+BENCHMARK = protocol.Benchmark(
+    "python_aggregates", "windowagg-bench-python-aggregates", parse_args, run, render, None, None,
+    results={"inputs": {}, "cells": {}})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

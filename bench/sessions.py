@@ -41,6 +41,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402  (the input generator)
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log, loadavg  # noqa: E402
 
@@ -201,11 +202,9 @@ def run_streaming(spark, a, res, save):
 
 # ------------------------------------------------------------------------------------ output
 
-def write(res, tag):
-    j = harness.write_json(res, harness.results_path("sessions", tag))
-    harness.write_run_csvs(j, [{"part": part, **r} for part in ("batch", "streaming")
-                               for r in (res.get(part) or {}).get("runs", [])], ("part", "competitor", "kind"))
-    return j
+def write_csvs(path: Path, res: dict) -> None:
+    harness.write_run_csvs(path, [{"part": part, **r} for part in ("batch", "streaming")
+                                  for r in (res.get(part) or {}).get("runs", [])], ("part", "competitor", "kind"))
 
 
 def sessions_config(a, spark) -> dict:
@@ -214,14 +213,8 @@ def sessions_config(a, spark) -> dict:
                                            "spark.sql.adaptive.enabled"]}
 
 
-def main(argv=None):
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
-    spark, res = harness.start(a, "windowagg-bench-sessions", "sessions", config=sessions_config, streaming=True)
-    if res is None:
-        return 1
+def run(b: protocol.Run) -> None:
+    spark, a, res, save = b.spark, b.a, b.res, b.save
     res["git"] = res.pop("git_rev")  # this benchmark's results have always named it so
     res.update({"tag": a.tag,
                 "generator": {"gap_s": GAP_S, "spark_gap": f"{GAP_S} seconds",
@@ -229,18 +222,12 @@ def main(argv=None):
                               "break_distance_ms": [(GAP_S + 1) * 1000, 10 * GAP_S * 1000]},
                 "loadavg_start": loadavg()})
     log(f"loadavg {res['loadavg_start']}")
-
-    def save():
-        return write(res, a.tag)
-
     save()
     if not a.skip_batch:
         run_batch(spark, a, res, save)
     if not a.skip_streaming:
         run_streaming(spark, a, res, save)
     res["loadavg_end"] = loadavg()
-    harness.finish(spark, res, save)
-    return 0
 
 
 # ------------------------------------------------------------------------------- plot and tables
@@ -315,7 +302,10 @@ def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> No
     print("\n".join(tables(res)))
 
 
-rerender = report.rerenderer(render)  # --report
+BENCHMARK = protocol.Benchmark(
+    "sessions", "windowagg-bench-sessions", parse_args, run, render, None, None, results={}, also_write=write_csvs,
+    start=lambda a: {"config": sessions_config, "streaming": True})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

@@ -496,7 +496,7 @@ def summary(res: dict) -> None:
 
 
 BENCHMARK = protocol.Benchmark(
-    "sliding_streaming", "windowagg-bench-sliding-streaming", parse_args, run, render_doc, DOC, IMG, results={},
+    "sliding_streaming", "windowagg-bench-sliding-streaming", parse_args, run, render_doc, DOC, IMG, results={"runs": []},
     summary=summary, summarize=summarize, indent=1,
     also_write=lambda path, res: harness.write_run_csvs(path, res["runs"], ("competitor", "kind", "rep")),
     start=lambda a: {"config": harness.stream_config, "streaming": True, "log_level": "ERROR"})

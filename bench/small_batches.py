@@ -211,7 +211,7 @@ def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> No
 
 
 BENCHMARK = protocol.Benchmark(
-    "small_batches", "windowagg-bench-small-batches", parse_args, run, render, None, None, results={},
+    "small_batches", "windowagg-bench-small-batches", parse_args, run, render, None, None, results={"runs": []},
     start=lambda a: {"config": harness.stream_config, "streaming": True})
 main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
