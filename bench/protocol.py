@@ -91,6 +91,20 @@ class Run:
             into[key] = c
         self.save()
 
+    def check(self, what: str, compute: Callable[[], dict], into: dict, **on_error) -> dict:
+        """An untimed check, into["check"]: compute()'s findings, or `on_error` with the error's first line,
+        and the seconds it took (check_s); logged and saved."""
+        t0 = time.perf_counter()
+        try:
+            ck = compute()
+        except Exception as e:  # noqa: BLE001  (a check that fails says so in the results; the timings stand)
+            ck = {**on_error, "error": str(e).splitlines()[0][:500]}
+        ck["check_s"] = round(time.perf_counter() - t0, 1)
+        into["check"] = ck
+        log(f"check {what}: {ck}")
+        self.save()
+        return ck
+
     def until_timeout(self, sizes: list[int], letter: str, competitor: str, size_field: str,
                       cells_at: Callable[[int], dict], measure_at: Callable[[int], dict]) -> None:
         """A competitor whose cost only grows with the size: measure_at(size) (its cell) at each size,

@@ -367,30 +367,28 @@ def run(b: protocol.Run, v: Variant) -> None:
     b.until_timeout(a.sizes, v.letter, "range_join", v.size_field, cells_at,
                     lambda size: cell("range_join", size, lambda: q_range_join(spark, v, size)))
 
-    if a.check:
+    def check(size: int, whole: bool) -> dict:  # on all keys when the join's cell finished: it is the slow side
         from pyspark.sql import functions as F
+        if whole:
+            src, wa_src = "events", events
+        else:
+            wa_src = events.where(F.col("k") < a.check_keys)
+            wa_src.createOrReplaceTempView("events_check")
+            src = "events_check"
+        join = q_range_join(spark, v, size, src).cache()
+        ck = {"keys_below": None if whole else a.check_keys,
+              "windowagg": harness.compare_windows(q_windowagg(spark, v, size, src), join)}
+        if size == hd and definition is not None:
+            ck["windowagg_df"] = harness.compare_windows(q_windowagg_df(wa_src, definition), join)
+        join.unpersist()
+        return ck
+
+    if a.check:
         for size in a.sizes:
             sec = sections[str(size)]
             whole = (sec["cells"].get("range_join") or {}).get("status") == "ok"
-            t0 = time.perf_counter()
-            try:
-                if whole:
-                    src, wa_src, keys_below = "events", events, None
-                else:
-                    wa_src = events.where(F.col("k") < a.check_keys)
-                    wa_src.createOrReplaceTempView("events_check")
-                    src, keys_below = "events_check", a.check_keys
-                join = q_range_join(spark, v, size, src).cache()
-                ck = {"keys_below": keys_below, "windowagg": harness.compare_windows(q_windowagg(spark, v, size, src), join)}
-                if size == hd and definition is not None:
-                    ck["windowagg_df"] = harness.compare_windows(q_windowagg_df(wa_src, definition), join)
-                join.unpersist()
-            except Exception as e:  # noqa: BLE001
-                ck = {"keys_below": None if whole else a.check_keys, "error": str(e).splitlines()[0][:500]}
-            ck["check_s"] = round(time.perf_counter() - t0, 1)
-            sec["check"] = ck
-            log(f"check {v.letter}={size} ({'all keys' if whole else f'keys k < {a.check_keys}'}): {ck}")
-            b.save()
+            b.check(f"{v.letter}={size} ({'all keys' if whole else f'keys k < {a.check_keys}'})",
+                    lambda: check(size, whole), sec, keys_below=None if whole else a.check_keys)
 
     for t in periods.values():
         t.unpersist()
