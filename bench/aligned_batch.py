@@ -469,7 +469,6 @@ def run(b: protocol.Run) -> None:
         ses.unpersist()
 
 
-
 # ------------------------------------------------------------------------------ summary + report
 
 # (section, numerator competitor, denominator competitor, label) -- the ratios the report shows
@@ -624,8 +623,6 @@ def load_results(paths: list[Path]) -> dict:
     return res
 
 
-
-
 def input_values(res: dict) -> dict:
     """The values of the page's input lines: `{{#<block>}}` keeps an input's line only when its sections
     ran (the results have the input), and its numbers are "" when not (fill wants every value)."""
@@ -724,6 +721,7 @@ def render(res: dict, json_paths: list[Path], doc: Path, img: Path) -> None:
         "checks_table": "\n".join(checks),
         "srcs": " ".join(report.repo_rel(p) for p in json_paths),
     }, report.run_values("aligned_batch.py", res, json_paths, doc, img, NOTES))
+
 
 BENCHMARK = protocol.Benchmark(
     "aligned_batch", "windowagg-bench-aligned", parse_args, run, render, DOC, IMG, results={"sections": {}},

@@ -14,7 +14,7 @@
               frames only)
   batch       Runner (one query to the noop sink, cancelled at a timeout), measure (warm-up + reps +
               median, contended runs marked and optionally retried), cache_input; protocol.py builds
-              the batch benchmarks' protocol on them
+              the benchmarks' protocol on them
   streaming   write_batches / link_subset (Parquet files read one per micro-batch), file_stream,
               run_stream / run_stream_with_progress (one query until every file is read), state_quarters
   results     results_path, write_json, write_csv / write_run_csvs (the runs and micro-batches as CSV)
@@ -66,6 +66,7 @@ def tail(path, n=15) -> str:
         return "".join(Path(path).read_text(errors="replace").splitlines(True)[-n:])
     except OSError:
         return ""
+
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -446,7 +446,6 @@ def plot_batch(cells: list, res: dict, img: Path | None) -> None:
     report.save(fig, img or report.DOCS / "img" / f"python_aggregates_{res['tag']}.png")
 
 
-
 BENCHMARK = protocol.Benchmark(
     "python_aggregates", "windowagg-bench-python-aggregates", parse_args, run, render, None, None,
     results={"inputs": {}, "cells": {}})

@@ -503,7 +503,5 @@ BENCHMARK = protocol.Benchmark(
 main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
-
-
 if __name__ == "__main__":
     sys.exit(main())
