@@ -298,13 +298,14 @@ def stream_config(a, spark) -> dict:
 
 def start(a, app_name: str, benchmark: str, *, config: Callable[[object, object], dict] = batch_config,
           streaming: bool = False, log_level: str = "FATAL",
-          require_windowagg: bool = True, **session):
+          require_windowagg: bool = True, conf: dict | None = None, **session):
     """The session and the results' header (benchmark, start time, git, args, config, machine), or
     (spark, None) when windowagg cannot be loaded and `require_windowagg`. `config(a, spark)` gives
-    the recorded settings, to which the jar's description (windowagg_jar's) is added."""
+    the recorded settings, to which the jar's description (windowagg_jar's) is added; `conf` are the
+    benchmark's own session settings, before --conf's."""
     spark = build_session(app_name, master=a.master, shuffle_partitions=a.shuffle_partitions,
                           driver_memory=a.driver_memory, streaming=streaming,
-                          extra=extra_conf(a), **session)
+                          extra={**(conf or {}), **extra_conf(a)}, **session)
     spark.sparkContext.setLogLevel(log_level)  # FATAL: cancelled runs log stack traces at ERROR
     if require_windowagg and not windowagg_loadable(spark):
         log("windowagg is not loadable: nothing to compare")

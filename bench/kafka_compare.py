@@ -52,6 +52,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import data  # noqa: E402  (the input generators)
 import harness  # noqa: E402  (session, metadata, /proc CPU, the streaming run, result files)
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -377,10 +378,6 @@ def summarize(res: dict) -> None:
     res["summary"] = out
 
 
-def write_results(res: dict, tag: str) -> Path:
-    return harness.write_json(res, harness.results_path("kafka_compare", tag))
-
-
 # -------------------------------------------------------------------------------------- report
 
 def render_plot(res: dict, img: Path) -> None:
@@ -567,36 +564,24 @@ def render_doc(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> 
     report.render_page(doc, img, NOTES, values, report.run_values("kafka_compare.py", res, [json_path], doc, img, NOTES))
 
 
-# ---------------------------------------------------------------------------------------- main
+# ---------------------------------------------------------------------------------------- run
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
+def prepare(a) -> dict:
+    """bench/kafka-streams built (unless --no-build), before the session."""
+    return {"classpath": harness.maven_classpath(KAFKA_DIR, build=not a.no_build)}
 
-    cp = harness.maven_classpath(KAFKA_DIR, build=not a.no_build)
+
+def run(b: protocol.Run) -> None:
+    a, spark, res, save = b.a, b.spark, b.res, b.save
+    cp = b.prepared["classpath"]
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-kafka-"))
     work.mkdir(parents=True, exist_ok=True)
     log(f"events={a.events:,} keys={a.keys} files={a.files} kinds={a.kinds} stores={a.stores} S={a.size}s "
         f"gap={GAP_S}s grace={a.grace}s reps={a.reps} master={a.master} work={work}")
-    spark, res = harness.start(a, "windowagg-bench-kafka-compare", "kafka_compare", config=harness.stream_config,
-                               streaming=True, log_level="ERROR")
-    if res is None:
-        return 1
     meter = harness.CpuMeter(spark)
-    res.update({
-        "finished": None,
-        "workload": {"events": a.events, "keys": a.keys, "files": a.files, "density": a.density, "size_s": a.size,
-                     "gap_s": GAP_S, "grace_s": a.grace, "jitter_ms": a.jitter_ms, "mean_session": a.mean_session,
-                     "flush_key": FLUSH_KEY, "flush_after_ms": FLUSH_AFTER_MS},
-        "inputs": {}, "expected": {}, "runs": [],
-    })
-
-    def save():
-        summarize(res)
-        return write_results(res, a.tag)
-
+    res["workload"] = {"events": a.events, "keys": a.keys, "files": a.files, "density": a.density, "size_s": a.size,
+                       "gap_s": GAP_S, "grace_s": a.grace, "jitter_ms": a.jitter_ms, "mean_session": a.mean_session,
+                       "flush_key": FLUSH_KEY, "flush_after_ms": FLUSH_AFTER_MS}
     import numpy as np
     try:
         for kind in a.kinds:
@@ -667,10 +652,11 @@ def main(argv=None) -> int:
             shutil.rmtree(work / f"{kind}-input", ignore_errors=True)
             shutil.rmtree(work / f"{kind}-warmup", ignore_errors=True)
     finally:
-        path = harness.finish(spark, res, save)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
 
+
+def summary(res: dict) -> None:
     for kind, s in res["summary"].items():
         w = s["windowagg"]
         if w:
@@ -682,12 +668,14 @@ def main(argv=None) -> int:
                 f"windowagg / kafka = {lb}{report.fmt_num(x.get('ratio_windowagg_over_kafka'), '.2f')}x "
                 f"(CPU per event: {lb}{report.fmt_num(x.get('ratio_cpu'), '.2f')}x)")
         log(f"{kind:8s} check: {s['check']}")
-    if a.docs:
-        render_doc(res, path)
-    return 0
 
 
-rerender = report.rerenderer(render_doc, DOC, IMG, summarize=summarize)  # --report
+BENCHMARK = protocol.Benchmark(
+    "kafka_compare", "windowagg-bench-kafka-compare", parse_args, run, render_doc, DOC, IMG,
+    results={"finished": None, "workload": None, "inputs": {}, "expected": {}, "runs": []}, summary=summary,
+    summarize=summarize, prepare=prepare,
+    start=lambda a: {"config": harness.stream_config, "streaming": True, "log_level": "ERROR"})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

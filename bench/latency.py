@@ -71,6 +71,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(0, str(BENCH_DIR.parent / "dev"))
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -93,7 +94,7 @@ KINDS = ["sliding", "tumbling"]
 TARGET_P99_MS = 100  # windowagg real-time p99 at 10k events/s
 TARGET_RATE = 10_000
 TARGET_VS_KS = 2.0  # ... and within 2x Kafka Streams' p99 at the same rate
-T0 = time.perf_counter()  # the run's start (main sets it again)
+T0 = time.perf_counter()  # the run's start: --max-minutes counts from here
 
 
 def runs_kind(variant: str, kind: str) -> bool:
@@ -497,11 +498,6 @@ def summarize(res: dict) -> None:
     res["summary"] = {"cells": sorted(cells), "highest": best, "targets": targets}
 
 
-def save_results(res: dict, tag: str) -> Path:
-    summarize(res)
-    return harness.write_json(res, harness.results_path(RESULTS_NAME, tag), indent=1)
-
-
 # --------------------------------------------------------------------------------------- report
 
 STYLE = {"wa-rt": dict(color="tab:blue", linewidth=2.4), "wa-mb": dict(color="tab:cyan", linestyle="--"),
@@ -651,23 +647,21 @@ def render(res: dict, json_path: Path, doc: Path, img: Path) -> None:
     report.render_page(doc, img, NOTES, values, report.run_values("latency.py", res, [json_path], doc, img, NOTES))
 
 
-# --------------------------------------------------------------------------------------- main
+# --------------------------------------------------------------------------------------- run
 
 class Bench:
-    def __init__(self, a, spark, res, cp, broker, work: Path):
-        self.a, self.spark, self.res, self.cp, self.broker, self.work = a, spark, res, cp, broker, work
+    def __init__(self, b: protocol.Run, broker, work: Path):
+        self.a, self.spark, self.res, self.save = b.a, b.spark, b.res, b.save
+        self.cp, self.broker, self.work = b.prepared["classpath"], broker, work
         self.n = 0
         self.spark_warm = False
         self.spark_pids = [os.getpid()]
         try:
-            self.spark_pids.append(int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))
+            self.spark_pids.append(int(self.spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))
         except Exception:  # noqa: BLE001
             pass
         bp = getattr(broker, "_process", None)
         self.broker_pids = [bp.pid] if bp is not None else []
-
-    def save(self) -> Path:
-        return save_results(self.res, self.a.tag)
 
     def run(self, variant: str, kind: str, rate: int, duration: float, phase: str) -> dict:
         a = self.a
@@ -729,41 +723,40 @@ class Bench:
         return rate if rate >= a.search_min and rate > floor else None
 
 
-def main(argv=None) -> int:
-    global T0
-    T0 = time.perf_counter()
-    a = parse_args(argv)
-    if a.report:
-        docs = Path(a.docs)
-        rerender([Path(a.report)], docs / DOC_NAME, docs / "img" / IMG_NAME)
-        return 0
+def prepare(a) -> dict:
+    """Before the session: bench/kafka-streams built (unless --no-build), the broker's and Spark's Kafka jars."""
     import kafka_broker
-
     cp = harness.maven_classpath(JAVA_DIR, build=not a.no_build)
     kafka_broker.ensure_jars()
+    # everything on loopback: the driver's and the local executors' endpoints too, not the host's address
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return {"classpath": cp}
+
+
+def start(a) -> dict:
+    """The session: Spark's Kafka connector, on loopback; the connector's jars recorded with the config."""
+    import kafka_broker
+    jars = kafka_broker.connector_jars()
+    return {"streaming": True, "require_windowagg": False,
+            "conf": {"spark.jars": ",".join(jars), "spark.driver.host": "127.0.0.1",
+                     "spark.driver.bindAddress": "127.0.0.1"},
+            "config": lambda a, spark: {**harness.stream_config(a, spark),
+                                        "kafka_connector_jars": [Path(j).name for j in jars]}}
+
+
+def run(b: protocol.Run) -> None:
+    import kafka_broker
+    a, res = b.a, b.res
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-latency-"))
     work.mkdir(parents=True, exist_ok=True)
     log(f"variants={a.variants} kinds={a.kinds} rates={a.rates} search={a.search} duration={a.duration} "
         f"warmup={a.warmup} keys={a.keys} work={work}")
-    # everything on loopback: the driver's and the local executors' endpoints too, not the host's address
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    conf = {"spark.jars": ",".join(kafka_broker.connector_jars()), "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1", **harness.extra_conf(a)}
-    spark = harness.build_session("windowagg-bench-latency", master=a.master, shuffle_partitions=a.shuffle_partitions,
-                                  driver_memory=a.driver_memory, streaming=True, extra=conf)
-    spark.sparkContext.setLogLevel("FATAL")  # a real-time query logs its stop as errors
-    res = {"benchmark": "latency", "started": harness.now(), "finished": None, "git_rev": harness.git_rev(),
-           "args": dict(vars(a)),
-           "config": {**harness.stream_config(a, spark), "windowagg_jar": harness.jar_info(),
-                      "kafka_connector_jars": [Path(j).name for j in kafka_broker.connector_jars()]},
-           "machine": harness.machine_info(spark), "runs": [], "warmup_runs": []}
-    log(f"machine: {res['machine']}")
     shutil.rmtree(work / "broker", ignore_errors=True)  # a broker formats a fresh folder
     broker = kafka_broker.KafkaBroker(str(work / "broker"), heap=a.broker_heap)
     try:
         broker.start()
         log(f"broker at {broker.bootstrap}")
-        bench = Bench(a, spark, res, cp, broker, work)
+        bench = Bench(b, broker, work)
         cells = [(kind, variant) for kind in a.kinds for variant in a.variants if runs_kind(variant, kind)]
         done = {cell: [bench.run(cell[1], cell[0], rate, a.duration, "fixed") for rate in a.rates] for cell in cells}
         # the searches after every fixed rate, one step of each in turn while the time budget lasts
@@ -785,25 +778,24 @@ def main(argv=None) -> int:
                 done[cell].append(bench.run(cell[1], cell[0], rate, a.search_duration, "search"))
     finally:
         broker.stop()
-        res["finished"] = harness.now()
-        path = save_results(res, a.tag)
-        log(f"results: {path}")
-        harness.stop(spark)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(res: dict) -> None:
     for t in res["summary"]["targets"]:
         log(f"target {t['kind']}: windowagg real-time p99 {t['wa_p99']} ms at {TARGET_RATE:,}/s "
             f"(<= {TARGET_P99_MS}: {t['p99_met']}); Kafka Streams p99 {t['ks_p99']} ms; ratio "
             f"{'-' if t['vs_ks'] is None else round(t['vs_ks'], 2)} (<= {TARGET_VS_KS}: {t['vs_ks_met']})")
     for key, b in res["summary"]["highest"].items():
         log(f"highest sustained {key}: {b['highest']} (tested {b['tested']})")
-    if a.docs:
-        docs = Path(a.docs)
-        render(res, path, docs / DOC_NAME, docs / "img" / IMG_NAME)
-    return 0
 
 
-rerender = report.rerenderer(render, report.DOCS / DOC_NAME, report.DOCS / "img" / IMG_NAME, summarize=summarize, indent=1)  # --report
+BENCHMARK = protocol.Benchmark(
+    RESULTS_NAME, "windowagg-bench-latency", parse_args, run, render, report.DOCS / DOC_NAME,
+    report.DOCS / "img" / IMG_NAME, results={"finished": None, "runs": [], "warmup_runs": []}, summary=summary,
+    summarize=summarize, indent=1, prepare=prepare, start=start)
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ NEXMARK_DIR = BENCH_DIR / "nexmark"
 sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(0, str(NEXMARK_DIR))
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 import generator  # noqa: E402  (bench/nexmark: the seeded Nexmark generator)
@@ -99,7 +100,7 @@ import queries as Q  # noqa: E402  (bench/nexmark: the queries in windowagg and 
 DOC = report.DOCS / "benchmarks-nexmark.md"
 IMG = report.DOCS / "img" / "nexmark.png"
 NOTES = BENCH_DIR / "nexmark_bench_notes.md"
-RESULTS_NAME = "nexmark"  # bench/results/nexmark-<tag>.json; the results' "benchmark" field names this script
+RESULTS_NAME = "nexmark"  # bench/results/nexmark-<tag>.json and the results' "benchmark" field (earlier runs: nexmark_bench)
 
 QUERY_NAMES = ["q5", "q7", "q11", "cumulative"]
 TARGET_QUERIES = ["q5", "q7", "q11"]  # the issue's targets; cumulative is compared with Flink the same way
@@ -767,11 +768,6 @@ def summarize(res: dict) -> None:
                                               if c["status"] == "ok" and c["check"] not in ("ok", "no Flink reference"))}
 
 
-def save_results(res: dict, tag: str) -> Path:
-    summarize(res)
-    return harness.write_json(res, harness.results_path(RESULTS_NAME, tag), indent=1)
-
-
 # ----------------------------------------------------------------------------------------- report
 
 ENGINE_LABEL = {"windowagg": "windowagg", "spark": "Spark built-in"}
@@ -1112,11 +1108,8 @@ def spark_phase(side: SparkSide, res: dict, a, sizes: list[int], engines: list[s
                     f"query start + stop {fc['cpu_start_stop_s'] or 0:.2f} CPU s")
 
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
+def prepare(a) -> dict:
+    """Before the session: the work folder and the bids, for Spark and for Flink."""
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-nexmark-"))
     work.mkdir(parents=True, exist_ok=True)
     log(f"events={a.events:,} rate={a.rate:,}/s sizes={a.sizes} queries={a.queries} engines={a.engines} "
@@ -1126,35 +1119,31 @@ def main(argv=None) -> int:
     log(f"input: {info['bids']:,} bids over {info['event_time_span_s']:.0f} s of event time, "
         f"{info['auctions']:,} auctions, {info['bidders']:,} bidders; CSV {info['csv_mib']} MiB; "
         + "; ".join(f"{k}: {v['files']} files" for k, v in info["folders"].items()) + f" ({info['write_s']}s)")
-    spark, res = harness.start(a, "windowagg-bench-nexmark", "nexmark_bench", config=harness.stream_config,
-                               streaming=True, log_level="ERROR")
-    if res is None:
-        return 1
-    res.update({"finished": None, "workload": info, "runs": [], "sessions": [],
-                "profiles": {}})
+    return {"work": work, "input": info}
 
-    def save():
-        return save_results(res, a.tag)
 
-    failed = False
+def run(b: protocol.Run) -> None:
+    a, spark, res, save = b.a, b.spark, b.res, b.save
+    work, info = b.prepared["work"], b.prepared["input"]
+    res["workload"] = info
     first_copy = None
     try:
         if a.flink:
             meter = harness.CpuMeter(spark)
             for q in a.queries:
                 for p in a.flink_parallelism:
-                    for b in a.flink_backends:
-                        r = run_flink(a, q, p, b, info["flink_csv"], info["flink_warmup_csv"], work, meter)
+                    for backend in a.flink_backends:
+                        r = run_flink(a, q, p, backend, info["flink_csv"], info["flink_warmup_csv"], work, meter)
                         res["runs"].append(r)
                         save()
                         if r["status"] == "ok":
-                            log(f"flink p{p} {b:7s} {q:3s}: {r['events']:,} events, job {r['wall_s']:.2f}s -> "
+                            log(f"flink p{p} {backend:7s} {q:3s}: {r['events']:,} events, job {r['wall_s']:.2f}s -> "
                                 f"{r['events_per_s']:,.0f} events/s; job CPU {r['cpu_s']:.2f}s, warm empty job "
                                 f"{r['empty_job_warm_s']:.2f}s / {r['empty_job_warm_cpu_s']:.2f} CPU s -> "
                                 f"{r['cpu_us_per_event_beyond_empty']:.2f} µs/event beyond it; JIT {r['jit_s']:.2f}s; JVM start "
                                 f"{r['startup_s']:.1f}s; process {r['process_wall_s']:.1f}s; output {r['check']}")
                         else:
-                            log(f"flink p{p} {b:7s} {q:3s}: {r['status'][:500]}")
+                            log(f"flink p{p} {backend:7s} {q:3s}: {r['status'][:500]}")
         sessions = [(2, spark, a.sizes, a.engines)]
         for i, (p, sp, sizes, engines) in enumerate(sessions):
             side = SparkSide(sp, a, info, work, p)
@@ -1187,14 +1176,17 @@ def main(argv=None) -> int:
                 sp1.sparkContext.setLogLevel("ERROR")
                 if harness.JAR_SOURCE.get("sha256") != (res["config"].get("windowagg_jar") or {}).get("sha256"):
                     raise RuntimeError("the local[1] session's jar differs from the local[2] session's")
-                spark = sp1
+                b.spark = sp1  # the one harness.finish stops
                 sessions.append((1, sp1, a.p1_sizes, a.p1_engines))
     finally:
-        path = harness.finish(spark, res, save)
         if first_copy and first_copy.startswith("/tmp/windowagg-bench-"):
             Path(first_copy).unlink(missing_ok=True)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(res: dict) -> int:
+    """The targets and the fixed costs logged; 1 when a cell's output differs from Flink's."""
     S = res["summary"]
     for t in S["targets"]:
         log(f"{t['query']} local[{t['p']}]: CPU target {t['cpu_met_all']}; events/s >= Flink from size "
@@ -1204,14 +1196,17 @@ def main(argv=None) -> int:
             f"{_f(d['ms_ratio'], '.2f')}x duration, {_f(d['fit_cpu_ratio'], '.2f')}x fitted CPU"
             f"{' DEFECT' if d['defect'] else ''}")
     if S["failed_checks"]:
-        failed = True
         log(f"CHECKS FAILED: {S['failed_checks']}")
-    if a.docs:
-        render(res, path)
-    return 1 if failed else 0
+        return 1
+    return 0
 
 
-rerender = report.rerenderer(render, DOC, IMG, summarize=summarize, indent=1)  # --report
+BENCHMARK = protocol.Benchmark(
+    RESULTS_NAME, "windowagg-bench-nexmark", parse_args, run, render, DOC, IMG,
+    results={"finished": None, "workload": None, "runs": [], "sessions": [], "profiles": {}}, summary=summary,
+    summarize=summarize, indent=1, prepare=prepare,
+    start=lambda a: {"config": harness.stream_config, "streaming": True, "log_level": "ERROR"})
+main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 
 if __name__ == "__main__":

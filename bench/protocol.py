@@ -11,8 +11,8 @@ A benchmark declares its results' name, its flags, its run and its page:
 query, into, key, **tags)`; a streaming run: harness.run_stream), writing what it finds into `b.res`
 (the results' header from harness.start, then its own `results` sections; a batch cell's runs go to
 res["runs"]) and calling `b.save()`; the harness parses the flags, re-renders the page for --report,
-starts the session, ends the run (harness.finish, also when it fails), logs the summary and renders
-the page with --docs.
+starts the session, ends the run (harness.finish, also when it fails, on `b.spark`, which a run may
+replace), logs the summary and renders the page with --docs (`--docs DIR`: the page under DIR).
 """
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ class Run:
     each harness.measure with the run's flags (`a`: --reps, --long-run, the contention flags)."""
 
     def __init__(self, a, app: str, name: str, results: dict, summarize=None, also_write=None, indent: int = 2,
-                 **start_options):
+                 prepared=None, **start_options):
         self.a, self.summarize, self.also_write, self.indent = a, summarize, also_write, indent
+        self.prepared = prepared  # what the benchmark's prepare(a) made before the session
         self.spark, self.res = harness.start(a, app, name, **start_options)
         self.path = harness.results_path(name, a.tag)
         if self.res is not None:
@@ -129,9 +130,10 @@ class Run:
 class Benchmark:
     """A benchmark, declared: its results' name and Spark application, its flags (`parse_args`), its run
     (`run(b: Run)`: inputs, checks, cells or streaming runs, into b.res, which starts with `results`),
-    its summary (`summary(res)`, logged at the end) and its page (`render(res, json_path, doc, img)`, by
-    default onto `doc` and `img`; None when the page is written by hand around what render prints).
-    `prepare(a)`, before the session, returns why the run cannot start, or None; `start(a)` gives
+    its summary (`summary(res)`, logged at the end; what it returns is the exit status, None for 0) and its
+    page (`render(res, json_path, doc, img)`, by default onto `doc` and `img`; None when the page is written
+    by hand around what render prints). `prepare(a)`, before the session, returns why the run cannot start
+    (a string), or what the run takes from before its session (`b.prepared`: None or anything else); `start(a)` gives
     harness.start's options; `summarize(res)` derives the results' summary from the runs before each
     save (and --report's); `also_write(path, res)` writes other files beside the results (CSV),
     `indent` is the JSON's; `load(json_paths)` makes one results of several files (--report then takes
@@ -144,8 +146,8 @@ class Benchmark:
     doc: Path | None
     img: Path | None
     results: dict
-    summary: Callable[[dict], None] | None = None
-    prepare: Callable[[object], str | None] | None = None
+    summary: Callable[[dict], int | None] | None = None
+    prepare: Callable[[object], object] | None = None
     start: Callable[[object], dict] = lambda a: {}
     summarize: Callable[[dict], None] | None = None
     also_write: Callable[[Path, dict], None] | None = None
@@ -166,21 +168,28 @@ class Benchmark:
     def main_parsed(self, a) -> int:
         """main, its flags parsed."""
         if a.report:
-            self.rerender([Path(x) for x in (a.report if self.load else [a.report])])
+            self.rerender([Path(x) for x in (a.report if self.load else [a.report])], *self.page(a))
             return 0
-        if self.prepare and (why := self.prepare(a)):
-            log(why)
+        prepared = self.prepare(a) if self.prepare else None
+        if isinstance(prepared, str):
+            log(prepared)
             return 1
         log(f"args: {vars(a)}")
-        b = Run(a, self.app, self.name, self.results, self.summarize, self.also_write, self.indent, **self.start(a))
+        b = Run(a, self.app, self.name, self.results, self.summarize, self.also_write, self.indent, prepared,
+                **self.start(a))
         if b.res is None:
             return 1
         try:
             self.run(b)
         finally:
             harness.finish(b.spark, b.res, b.save)
-        if self.summary:
-            self.summary(b.res)
+        status = self.summary(b.res) if self.summary else None
         if getattr(a, "docs", False):
-            self.rerender([b.path])
-        return 0
+            self.rerender([b.path], *self.page(a))
+        return status or 0
+
+    def page(self, a) -> tuple[Path | None, Path | None]:
+        """Where --docs puts the page and its plot: the benchmark's own, or under the folder `--docs DIR` names."""
+        if isinstance(getattr(a, "docs", None), str) and self.doc and self.img:
+            return Path(a.docs) / self.doc.name, Path(a.docs) / "img" / self.img.name
+        return None, None

@@ -50,6 +50,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 import harness  # noqa: E402
+import protocol  # noqa: E402
 import report  # noqa: E402
 from harness import log  # noqa: E402
 
@@ -103,6 +104,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     harness.defaults(a, keys=(100_000, 2_000), fill_batches=(3, 2), restart_batches=(4, 3), reps=(3, 1),
                      warmup_runs=(1, 1), timeout=(1800.0, 300.0))
     a.parts = harness.subset(p, a.parts, ["read", "upgrade"], "part")
+    if len(a.parts) < 2:
+        a.docs = False  # the page needs both parts
     if a.restart_batches < 2:
         p.error("--restart-batches: at least 2 (a first micro-batch and a later one)")
     return a
@@ -562,11 +565,6 @@ def summarize(res: dict) -> None:
     res["summary"] = s
 
 
-def save_results(res: dict, tag: str) -> Path:
-    summarize(res)
-    return harness.write_json(res, harness.results_path("state_upgrade", tag), indent=1)
-
-
 # ------------------------------------------------------------------------------------- report
 
 def render_plot(res: dict, img: Path) -> None:
@@ -768,39 +766,28 @@ def observations(res: dict) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------------------- main
+# --------------------------------------------------------------------------------------- run
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    if a.write_checkpoint:
-        return write_checkpoint(a)
-    if a.report:
-        rerender([Path(a.report)])
-        return 0
+def prepare(a) -> dict:
+    """Before the session: the 0.3.0 release (built on first use) and the load average."""
+    return {"old_release": old_release(a), "loadavg_start": harness.loadavg()}
 
-    old = old_release(a)
+
+def run(b: protocol.Run) -> None:
+    a, spark, res, save = b.a, b.spark, b.res, b.save
+    old = b.prepared["old_release"]
     work = Path(a.work_dir) if a.work_dir else Path(tempfile.mkdtemp(prefix="windowagg-bench-state-"))
     work.mkdir(parents=True, exist_ok=True)
     log(f"keys={a.keys:,} fill={a.fill_batches} restart={a.restart_batches} S={a.size_minutes} min "
         f"delay={a.delay_seconds}s reps={a.reps} work={work}")
-    loadavg_start = harness.loadavg()
-    spark, res = harness.start(a, "windowagg-bench-state-upgrade", "state_upgrade", config=harness.stream_config,
-                               streaming=True, log_level="ERROR")
-    if res is None:
-        return 1
     import windowagg
 
     meter = harness.CpuMeter(spark)
     res["config"]["old_release"] = old
-    res.update({"finished": None, "loadavg_start": loadavg_start,
+    res.update({"loadavg_start": b.prepared["loadavg_start"],
                 "workload": {"keys": a.keys, "fill_batches": a.fill_batches, "restart_batches": a.restart_batches,
                              "size_minutes": a.size_minutes, "delay_seconds": a.delay_seconds,
                              "batch_seconds": a.batch_seconds, "rows_per_batch": a.keys}})
-
-    def save():
-        return save_results(res, a.tag)
-
-    ok = False
     try:
         source = work / "input"
         checkpoints = {v: work / f"ck-{v}" for v in VARIANTS}
@@ -843,12 +830,13 @@ def main(argv=None) -> int:
                       source_subset(source, work / "fed", a.fill_batches), emitted["native"])
         if "upgrade" in a.parts:
             part_upgrade(spark, windowagg, a, meter, res, save, checkpoints, pristine, source)
-        ok = True
     finally:
         res["loadavg_end"] = harness.loadavg()
-        path = harness.finish(spark, res, save)
         if not a.work_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(res: dict) -> None:
     s = res["summary"]
     if "read" in s:
         rd = s["read"]
@@ -859,9 +847,6 @@ def main(argv=None) -> int:
         log(f"first micro-batch: upgraded {up_['first_ms']:.0f} ms vs native {nat['first_ms']:.0f} ms "
             f"({u['ratio_first']:.2f}×); later: {up_['later_ms']:.0f} vs {nat['later_ms']:.0f} ms "
             f"({u['ratio_later']:.2f}×); identical micro-batches: {u['identical_batches']}")
-    if ok and a.docs and "read" in s and "upgrade" in s:
-        render_doc(res, path)
-    return 0 if ok else 1
 
 
 def source_subset(source: Path, folder: Path, n: int) -> Path:
@@ -870,7 +855,16 @@ def source_subset(source: Path, folder: Path, n: int) -> Path:
     return folder
 
 
-rerender = report.rerenderer(render_doc, DOC, IMG, summarize=summarize, indent=1)  # --report
+BENCHMARK = protocol.Benchmark(
+    "state_upgrade", "windowagg-bench-state-upgrade", parse_args, run, render_doc, DOC, IMG, results={"finished": None},
+    summary=summary, summarize=summarize, indent=1, prepare=prepare,
+    start=lambda a: {"config": harness.stream_config, "streaming": True, "log_level": "ERROR"})
+rerender = BENCHMARK.rerender
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    return write_checkpoint(a) if a.write_checkpoint else BENCHMARK.main_parsed(a)
 
 
 if __name__ == "__main__":
