@@ -271,16 +271,23 @@ def run(b: protocol.Run) -> None:
         b.cell(f"{sec['name']}/{name}", make_df, sec["cells"], name, timeout=timeout, section=sec["name"],
                competitor=name)
 
-    def check_key_subset(sec: dict, df, what: str) -> None:
+    def section_checks(sec: dict, **checks) -> None:
+        """The section's untimed checks (its key in the section: a function giving compare()'s findings), their
+        seconds together in check_s; logged and saved."""
+        t0 = time.perf_counter()
+        for key, compute in checks.items():
+            sec[key] = compute()
+            log(f"{sec['name']} {key}: {sec[key]}")
+        sec["check_s"] = round(time.perf_counter() - t0, 1)
+        b.save()
+
+    def check_key_subset(sec: dict, df) -> None:
         """windowagg's hopping windows against Spark window()'s on the keys k < --hop-check-keys (Spark's side is slow)."""
         from pyspark.sql import functions as F
-        t0 = time.perf_counter()
         sub = df.where(F.col("k") < a.hop_check_keys)
         sec["check_keys"] = a.hop_check_keys
-        sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), flat(q_spark_window(sub, "1 hour", "10 seconds")))
-        sec["check_s"] = round(time.perf_counter() - t0, 1)
-        log(f"{what} check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
-        b.save()
+        section_checks(sec, check=lambda: compare(flat(q_windows(sub, HOP_SPEC)),
+                                                  flat(q_spark_window(sub, "1 hour", "10 seconds"))))
 
     def section(name: str, title: str, **kw) -> dict:
         sec = {"name": name, "title": title, "cells": {}, **kw}
@@ -302,19 +309,14 @@ def run(b: protocol.Run) -> None:
         sec["plan_windowagg"] = harness.plan_of(q_windows(aligned, HOP_SPEC))
         sec["plan_spark"] = harness.plan_of(q_spark_window(aligned, "1 hour", "10 seconds"))
         if a.check:
-            t0 = time.perf_counter()
             sub = aligned.where(F.col("k") < a.hop_check_keys)
             sec["check_keys"] = a.hop_check_keys
             sp = flat(q_spark_window(sub, "1 hour", "10 seconds")).cache()  # Spark's side once: it is slow
-            sec["check"] = compare(flat(q_windows(sub, HOP_SPEC)), sp)
             tvf = q_window_agg(spark, sub, HOP_SPEC, "src_check").withColumnRenamed(
                 "window_start", "start").withColumnRenamed("window_end", "end")
-            sec["check_tvf"] = compare(tvf, sp)
+            section_checks(sec, check=lambda: compare(flat(q_windows(sub, HOP_SPEC)), sp),
+                           check_tvf=lambda: compare(tvf, sp))
             sp.unpersist()
-            sec["check_s"] = round(time.perf_counter() - t0, 1)
-            log(f"hopping check on keys k < {a.hop_check_keys}, windows() vs window(): {sec['check']}")
-            log(f"hopping check window_agg vs window(): {sec['check_tvf']} ({sec['check_s']} s)")
-            b.save()
         cell(sec, "windowagg", lambda: q_windows(aligned, HOP_SPEC))
         cell(sec, "windowagg_tvf", lambda: q_window_agg(spark, aligned, HOP_SPEC, "src_aligned"))
         # Spark copies every row 360 times: on a subset of the keys it finishes, on the whole input it
@@ -337,7 +339,7 @@ def run(b: protocol.Run) -> None:
                                        f"{a.keys} keys, {span / 60:g} minutes)", spec=HOP_SPEC, input="dense")
         sec["plan_windowagg"] = harness.plan_of(q_windows(dense, HOP_SPEC))
         if a.check:
-            check_key_subset(sec, dense, "dense hopping")
+            check_key_subset(sec, dense)
         cell(sec, "windowagg", lambda: q_windows(dense, HOP_SPEC))
         cell(sec, "spark", lambda: q_spark_window(dense, "1 hour", "10 seconds"), timeout=a.hop_timeout)
         dense.unpersist()
@@ -353,7 +355,7 @@ def run(b: protocol.Run) -> None:
         sec["windows"] = q_windows(sparse, HOP_SPEC).count()
         res["write_input"]["windows"] = sec["windows"]
         if a.check:
-            check_key_subset(sec, sparse, "hopping_write")
+            check_key_subset(sec, sparse)
         cell(sec, "windowagg", lambda: q_windows(sparse, HOP_SPEC))
         spark.conf.set("spark.windowagg.aggregateBeforeShuffle", "never")
         cell(sec, "windowagg_rows", lambda: q_windows(sparse, HOP_SPEC))
@@ -369,11 +371,8 @@ def run(b: protocol.Run) -> None:
         sec["plan_windowagg"] = harness.plan_of(q_windows(aligned, TUMBLE_SPEC))
         sec["plan_spark"] = harness.plan_of(q_spark_window(aligned, "1 minute"))
         if a.check:
-            t0 = time.perf_counter()
-            sec["check"] = compare(flat(q_windows(aligned, TUMBLE_SPEC)), flat(q_spark_window(aligned, "1 minute")))
-            sec["check_s"] = round(time.perf_counter() - t0, 1)
-            log(f"tumbling check windows() vs window(): {sec['check']} ({sec['check_s']} s)")
-            b.save()
+            section_checks(sec, check=lambda: compare(flat(q_windows(aligned, TUMBLE_SPEC)),
+                                                      flat(q_spark_window(aligned, "1 minute"))))
         cell(sec, "windowagg", lambda: q_windows(aligned, TUMBLE_SPEC))
         cell(sec, "spark", lambda: q_spark_window(aligned, "1 minute"))
         cell(sec, "sort_floor", lambda: q_floor(aligned, a.shuffle_partitions))
@@ -388,13 +387,8 @@ def run(b: protocol.Run) -> None:
         sec = section("cumulative", f"Cumulative 1 hour up to 1 day ({a.cum_rows:,} rows, {a.cum_keys} keys, "
                                     f"{a.cum_days:g} days)", spec=CUM_SPEC, input="cumulative")
         if a.check:
-            t0 = time.perf_counter()
-            sec["check"] = compare(flat(q_windows(cum, CUM_SPEC)), q_union24(cum))
-            sec["check_hourly_running"] = compare(q_hourly_running(cum), q_union24(cum))
-            sec["check_s"] = round(time.perf_counter() - t0, 1)
-            log(f"cumulative check windows() vs union of 24: {sec['check']}")
-            log(f"cumulative check hourly+running vs union of 24: {sec['check_hourly_running']} ({sec['check_s']} s)")
-            b.save()
+            section_checks(sec, check=lambda: compare(flat(q_windows(cum, CUM_SPEC)), q_union24(cum)),
+                           check_hourly_running=lambda: compare(q_hourly_running(cum), q_union24(cum)))
         cell(sec, "windowagg", lambda: q_windows(cum, CUM_SPEC))
         cell(sec, "spark_union24", lambda: q_union24(cum))
         cell(sec, "spark_hourly_running", lambda: q_hourly_running(cum))
@@ -411,13 +405,8 @@ def run(b: protocol.Run) -> None:
         sec["plan_windowagg"] = harness.plan_of(q_windows(cal, CAL_SPEC))
         sec["plan_spark"] = harness.plan_of(q_date_trunc(cal))
         if a.check:
-            t0 = time.perf_counter()
-            sec["check"] = compare(flat(q_windows(cal, CAL_SPEC)), flat_date_trunc(cal))
-            sec["check_zone"] = compare(flat(q_windows(cal, CAL_ZONE_SPEC)), flat_date_trunc(cal, CAL_ZONE))
-            sec["check_s"] = round(time.perf_counter() - t0, 1)
-            log(f"calendar check windows() vs date_trunc: {sec['check']}")
-            log(f"calendar check {CAL_ZONE} windows() vs local date_trunc: {sec['check_zone']} ({sec['check_s']} s)")
-            b.save()
+            section_checks(sec, check=lambda: compare(flat(q_windows(cal, CAL_SPEC)), flat_date_trunc(cal)),
+                           check_zone=lambda: compare(flat(q_windows(cal, CAL_ZONE_SPEC)), flat_date_trunc(cal, CAL_ZONE)))
         cell(sec, "windowagg", lambda: q_windows(cal, CAL_SPEC))
         cell(sec, "windowagg_zone", lambda: q_windows(cal, CAL_ZONE_SPEC))
         cell(sec, "spark_date_trunc", lambda: q_date_trunc(cal))

@@ -5,7 +5,8 @@
               defaults(a, name=(full, quick)): sizes that depend on --quick; subset(): a checked list
   session     windowagg_jar (the one jar of every benchmark), build_session (that jar as a private
               copy, the extension, RocksDB state for streaming), start (session + the results'
-              header: git, args, config, machine), stop
+              header: git, args, config, machine), stop; the other engines' processes:
+              flink_process (PyFlink's virtualenv), maven_classpath (bench/kafka-streams)
   metadata    machine_info, git_rev, jar_info, loadavg, conf_value, segment_tree_conf, plan_of
   CPU         CpuMeter: CPU of this benchmark's processes and of all others, from /proc;
               wait_quiet: wait for a quiet machine; CpuProfile + profile_samples: async-profiler in
@@ -174,6 +175,19 @@ def csv_ints(p, text: str, what: str) -> list[int]:
     if not out or min(out) < 1:
         p.error(f"{what}: positive integers, got {text!r}")
     return out
+
+
+def flink_process(flink_python: str, script: Path, args: list[str], log_path: Path, timeout: float,
+                  env: dict | None = None) -> str:
+    """`script` with `args` on the Python of PyFlink's virtualenv (bench/nexmark/setup-flink makes it), from
+    the repository's root, its output into `log_path`: "ok", "error: exit N", or "timeout after N s"."""
+    try:
+        with open(log_path, "w") as out:
+            code = subprocess.run([flink_python, str(script), *args], stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=timeout, cwd=REPO, env=env).returncode
+    except subprocess.TimeoutExpired:
+        return f"timeout after {timeout:.0f} s"
+    return "ok" if code == 0 else f"error: exit {code}"
 
 
 def maven_classpath(project: Path, build: bool = True) -> str:

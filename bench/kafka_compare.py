@@ -50,6 +50,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+sys.path.insert(0, str(BENCH_DIR.parent / "dev"))
 import data  # noqa: E402  (the input generators)
 import harness  # noqa: E402  (session, metadata, /proc CPU, the streaming run, result files)
 import protocol  # noqa: E402
@@ -251,18 +252,12 @@ def run_windowagg(kind: str, spark, a, source: Path, checkpoint: Path, batches: 
 
 # ---------------------------------------------------------------------------------------- Kafka
 
-def java_bin() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").exists():
-        return str(Path(home) / "bin" / "java")
-    return shutil.which("java") or "java"
-
-
 def run_kafka(kind: str, store: str, a, cp: str, csv: Path, warmup_events: int, state_dir: Path,
               meter: harness.CpuMeter, timeout: float) -> dict:
     """One JVM: warm-up on the first warmup_events events, then the timed run; its JSON line, plus the
     JVM's wall and CPU time and the CPU other processes used meanwhile."""
-    cmd = [java_bin(), f"-Xmx{a.kafka_heap}", "-cp", cp, KAFKA_MAIN, "--input", str(csv), "--kind", kind,
+    import kafka_broker  # dev/'s: the java the Kafka JVMs run on
+    cmd = [kafka_broker.java(), f"-Xmx{a.kafka_heap}", "-cp", cp, KAFKA_MAIN, "--input", str(csv), "--kind", kind,
            "--store", store, "--size-ms", str(a.size * 1000), "--gap-ms", str(GAP_S * 1000),
            "--grace-ms", str(int(round(a.grace * 1000))), "--warmup-events", str(warmup_events),
            "--warmup-max-seconds", str(a.kafka_warmup_seconds), "--max-seconds", str(a.kafka_max_seconds),

@@ -79,7 +79,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -474,23 +473,19 @@ def run_flink(a, q: str, p: int, backend: str, csv: str, warmup_csv: str, work: 
     processes used meanwhile."""
     out, tj, lg = work / f"flink-{q}-p{p}-{backend}.csv", work / f"flink-{q}-p{p}-{backend}.json", \
         work / f"flink-{q}-p{p}-{backend}.log"
-    cmd = [a.flink_python, str(NEXMARK_DIR / "flink_queries.py"), "--bids", csv, "--query", QUERY[q],
-           "--out", str(out), "--parallelism", str(p), "--state-backend", backend,
-           "--watermark-delay-ms", str(a.flink_watermark_delay_ms),
-           "--empty-jobs", "2", "--timing-json", str(tj)]
+    args = ["--bids", csv, "--query", QUERY[q], "--out", str(out), "--parallelism", str(p), "--state-backend", backend,
+            "--watermark-delay-ms", str(a.flink_watermark_delay_ms), "--empty-jobs", "2", "--timing-json", str(tj)]
     if a.warmup_runs:
-        cmd += ["--warmup-bids", warmup_csv, "--warmup-runs", str(a.warmup_runs)]
+        args += ["--warmup-bids", warmup_csv, "--warmup-runs", str(a.warmup_runs)]
     harness.wait_quiet(meter, a.quiet_wait, a.contended)
     s0 = meter.sample()
     t0 = time.perf_counter()
     r = {"engine": "flink", "query": q, "p": p, "backend": backend}
-    try:
-        with open(lg, "w") as f:
-            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=harness.REPO)
-        r["status"] = "ok" if proc.returncode == 0 and out.exists() and tj.exists() else \
-            f"error: exit {proc.returncode}: {harness.tail(lg, 8)[-600:]}"
-    except subprocess.TimeoutExpired:
-        r["status"] = f"timeout after {a.flink_timeout:.0f} s"
+    r["status"] = harness.flink_process(a.flink_python, NEXMARK_DIR / "flink_queries.py", args, lg, a.flink_timeout)
+    if r["status"] == "ok" and not (out.exists() and tj.exists()):
+        r["status"] = "error: no output"
+    if r["status"].startswith("error"):
+        r["status"] += f": {harness.tail(lg, 8)[-600:]}"
     wall = time.perf_counter() - t0
     c = harness.CpuMeter.between(s0, meter.sample(), wall)
     r["process_wall_s"] = wall

@@ -61,7 +61,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -232,20 +231,14 @@ def run_flink(spark, a, files: list[Path], work: Path, pandas_median, s: dict, s
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
     for backend in a.flink_backends:
         tj, check_dir, lg = work / f"flink-{backend}.json", work / f"flink-check-{backend}", work / f"flink-{backend}.log"
-        cmd = [a.flink_python, str(BENCH_DIR / "python_aggregates_flink.py"), "--events", str(csv),
-               "--warmup-events", str(warm), "--warmup-runs", "1", "--cells", ",".join(a.flink_cells),
-               "--reps", str(a.reps), "--empty-jobs", "3", "--parallelism", str(a.flink_parallelism),
-               "--state-backend", backend, "--watermark-s", "60", "--window-minutes", "10",
-               "--timing-json", str(tj), "--check-dir", str(check_dir)]
-        log(f"flink ({backend}): {' '.join(cmd[1:2])} ... (log {lg})")
-        proc = {"backend": backend}
-        try:
-            with open(lg, "w") as f:
-                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=harness.REPO,
-                                    env=env).returncode
-            proc["status"] = "ok" if rc == 0 else f"error: exit {rc}"
-        except subprocess.TimeoutExpired:
-            proc["status"] = f"timeout after {a.flink_timeout:.0f} s"
+        script = BENCH_DIR / "python_aggregates_flink.py"
+        args = ["--events", str(csv), "--warmup-events", str(warm), "--warmup-runs", "1",
+                "--cells", ",".join(a.flink_cells), "--reps", str(a.reps), "--empty-jobs", "3",
+                "--parallelism", str(a.flink_parallelism), "--state-backend", backend, "--watermark-s", "60",
+                "--window-minutes", "10", "--timing-json", str(tj), "--check-dir", str(check_dir)]
+        log(f"flink ({backend}): {script} ... (log {lg})")
+        proc = {"backend": backend, "status": harness.flink_process(a.flink_python, script, args, lg, a.flink_timeout,
+                                                                    env)}
         timing = json.loads(tj.read_text()) if tj.exists() else {"cells": {}}
         proc.update({k: v for k, v in timing.items() if k != "cells"})
         if proc["status"] != "ok":

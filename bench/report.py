@@ -122,12 +122,6 @@ def rerender_one(json_paths: list[Path], render, doc: Path, img: Path, summarize
     render(res, path, doc, img)
 
 
-def rerenderer(render, doc: Path | None = None, img: Path | None = None, summarize=None, indent: int = 2):
-    """A benchmark's rerender(json_paths, doc, img), its --report and bench/report.py's: rerender_one with
-    `render`, `summarize` and `indent`, onto the benchmark's own `doc` and `img` unless others are given."""
-    return lambda json_paths, doc=doc, img=img: rerender_one(json_paths, render, doc, img, summarize, indent)
-
-
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _BLOCK = re.compile(r"\{\{([#/])(\w+)\}\}")
 

@@ -51,7 +51,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -203,29 +202,24 @@ def make_input(a, work: Path) -> dict:
 def run_flink(a, queries: list[str], csv: str, work: Path, results: dict) -> None:
     """Every query in one flink_queries.py process, as one Flink job; fills results[query]."""
     out_dir, tj, lg = work / "flink-out", work / "flink.timing.json", work / "flink.log"
-    cmd = [a.flink_python, str(HERE / "flink_queries.py"), "--bids", csv, "--queries", ",".join(queries),
-           "--out-dir", str(out_dir), "--parallelism", "1", "--state-backend", "hashmap", "--timing-json", str(tj)]
+    args = ["--bids", csv, "--queries", ",".join(queries), "--out-dir", str(out_dir), "--parallelism", "1",
+            "--state-backend", "hashmap", "--timing-json", str(tj)]
     # a short-lived JVM whose outputs, not timings, count here: its quick compiler alone starts it sooner
     java_options = " ".join(filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), "-XX:TieredStopAtLevel=1"]))
     t = time.time()
     try:
-        with open(lg, "w") as f:
-            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=a.flink_timeout, cwd=REPO,
-                               env={**os.environ, "JAVA_TOOL_OPTIONS": java_options})
+        status = harness.flink_process(a.flink_python, HERE / "flink_queries.py", args, lg, a.flink_timeout,
+                                       {**os.environ, "JAVA_TOOL_OPTIONS": java_options})
         timing = json.loads(tj.read_text()) if tj.exists() else None
         for q in queries:
             out = out_dir / f"flink-{q}.csv"
-            ok = p.returncode == 0 and out.exists()
+            ok = status == "ok" and out.exists()
             results[q] = {"ok": ok, "out": str(out), "wall_s": round(time.time() - t, 1), "log": str(lg),
-                          "returncode": p.returncode}
+                          "status": status}
             if timing:
                 results[q]["timing"] = timing
             if not ok:
-                results[q]["error"] = harness.tail(lg)
-    except subprocess.TimeoutExpired:
-        for q in queries:
-            results[q] = {"ok": False, "wall_s": round(time.time() - t, 1), "log": str(lg),
-                          "error": f"timeout after {a.flink_timeout} s"}
+                results[q]["error"] = status if status.startswith("timeout") else harness.tail(lg)
     except Exception as e:  # noqa: BLE001
         for q in queries:
             results[q] = {"ok": False, "wall_s": round(time.time() - t, 1), "error": repr(e)}
