@@ -58,7 +58,6 @@ cores are marked contended.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import time
@@ -88,11 +87,9 @@ CAL_ZONE_SPEC = f"calendar 1 month in ''{CAL_ZONE}''"  # inside the SQL string l
 AGG_SQL = "sum(v) AS s, count(1) AS n, avg(v) AS a"
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 200k rows / 10 keys (same rows per key as the full run), sliding and "
-                        "session regression on 200k rows, 2 reps, 120 s timeout, no docs")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 200k rows / 10 keys (same rows per key as the full run), sliding and "
+                                "session regression on 200k rows, 2 reps, 120 s timeout, no docs")
     p.add_argument("--rows", type=int, help="rows of the hopping/tumbling input (default 2,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="keys of the hopping/tumbling input (default 100; quick 10)")
     p.add_argument("--hours", type=float, default=4.0, help="time span of each key in the hopping/tumbling input (4)")

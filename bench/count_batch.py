@@ -45,7 +45,6 @@ are marked contended (†).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -88,11 +87,9 @@ STYLE = {
 TARGET_FLAT = 1.5  # windowagg(longest) / windowagg(shortest) must stay within this
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 200k rows / 50 keys (the same 4000 rows per key as the full run), 2 reps, "
-                        "120 s timeout, no docs")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 200k rows / 50 keys (the same 4000 rows per key as the full run), 2 reps, "
+                                "120 s timeout, no docs")
     p.add_argument("--rows", type=int, help="input rows (default 4,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 50)")
     p.add_argument("--lengths", default="10,1000,10000",

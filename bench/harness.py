@@ -1,7 +1,7 @@
 """The one harness of every benchmark in bench/: what a benchmark file does not hold itself.
 
-  flags       add_session_args, add_contention_args, add_output_args: the flags the benchmarks share
-              (add_batch_args: a batch benchmark's, with them);
+  flags       parser (with --quick), add_session_args, add_contention_args, add_output_args: the flags
+              the benchmarks share (add_batch_args: a batch benchmark's, with them);
               defaults(a, name=(full, quick)): sizes that depend on --quick; subset(): a checked list
   session     windowagg_jar (the one jar of every benchmark), build_session (that jar as a private
               copy, the extension, RocksDB state for streaming), start (session + the results'
@@ -74,6 +74,14 @@ def now() -> str:
 
 
 # ------------------------------------------------------------------------------ flags
+
+def parser(doc: str, quick: str):
+    """A benchmark's flags, --quick first (`quick`: what its smoke run is), the script's docstring as its help."""
+    import argparse
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help=quick)
+    return p
+
 
 def add_session_args(p, *, master: str = "local[2]", shuffle_partitions: int = 4, driver_memory: str = "8g",
                      seed: int = 42) -> None:

@@ -37,7 +37,6 @@ milliseconds and in windowagg's microseconds differ in one corner, explained in 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -74,10 +73,9 @@ KIND_LABEL = {"sliding": "sliding windows", "session": "session windows"}
 
 # --------------------------------------------------------------------------------------- args
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 50k events, 10 keys, Kafka runs capped at 120 s, no docs (explicit flags win)")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 50k events, 10 keys, Kafka runs capped at 120 s, "
+                                "no docs (explicit flags win)")
     p.add_argument("--events", type=int, help="events per kind (default 300,000; quick 50,000)")
     p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 10)")
     p.add_argument("--files", type=int, default=10, help="Parquet files = windowagg's data micro-batches (10)")

@@ -53,7 +53,6 @@ DIR/img/latency.png (DIR: docs/ by default) from bench/latency_notes.md. Re-rend
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -108,11 +107,9 @@ def rate_label(r: int) -> str:
 
 # --------------------------------------------------------------------------------------- args
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: sliding windows only, 1k and 10k events/s, 20 s each (after 10 s of warm-up), no "
-                        "search, no docs")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: sliding windows only, 1k and 10k events/s, 20 s each (after 10 s of "
+                                "warm-up), no search, no docs")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"subset of {','.join(VARIANTS)}")
     p.add_argument("--kinds", help="subset of sliding,tumbling (default both; quick: sliding)")
     p.add_argument("--rates", default="1000,10000", help="events per second, each run for every variant (1000,10000)")

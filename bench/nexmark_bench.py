@@ -71,7 +71,6 @@ Cells:
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime as dt
 import json
@@ -130,10 +129,8 @@ def size_label(n: int) -> str:
 
 # --------------------------------------------------------------------------------------- args
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 100k events, sizes 10k and 100k, no docs (explicit flags win)")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 100k events, sizes 10k and 100k, no docs (explicit flags win)")
     p.add_argument("--events", type=int, help="Nexmark events, ~92%% of them bids (default 1,000,000; quick 100,000)")
     p.add_argument("--rate", type=int, default=10_000, help="events per second of event time (10,000)")
     p.add_argument("--sizes", help="micro-batch sizes in bids (default 10000,100000,1000000; quick 10000,100000)")

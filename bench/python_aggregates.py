@@ -58,7 +58,6 @@ and prints the table of docs/benchmarks-python-aggregates.md, which is written b
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -93,8 +92,7 @@ START_S = 1_699_920_000  # a day's start (UTC)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: 100k rows (sliding 20k), 1 rep")
+    p = harness.parser(__doc__, "smoke run: 100k rows (sliding 20k), 1 rep")
     p.add_argument("--rows", type=int, help="rows of the tumbling cells (default 2,000,000)")
     p.add_argument("--sliding-rows", type=int, help="rows of the sliding cells (default 200,000)")
     p.add_argument("--stream-rows", type=int, help="rows of the streaming cells (default 1,000,000)")

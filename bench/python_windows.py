@@ -35,7 +35,6 @@ quarter (the counts sum to the rows).
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import os
@@ -96,9 +95,8 @@ def fiscal_quarters(times: pd.Series) -> pd.DataFrame:
                          "end": (first + 3).astype("datetime64[M]").astype("datetime64[ns]")})
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: 200k rows / 100 keys, 2 reps, 120 s timeout, no docs")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 200k rows / 100 keys, 2 reps, 120 s timeout, no docs")
     p.add_argument("--rows", type=int, help="events (default 4,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 100)")
     p.add_argument("--days", type=float, default=1095.0, help="the events' time span, days (1095: about 13 fiscal quarters)")

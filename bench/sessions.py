@@ -29,7 +29,6 @@ and prints its tables.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -52,8 +51,7 @@ LABELS = {"windowagg": "windowagg SessionWindows", "spark": "Spark session_windo
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: 200k rows, 100 keys, 100k streamed, 2 reps")
+    p = harness.parser(__doc__, "smoke run: 200k rows, 100 keys, 100k streamed, 2 reps")
     p.add_argument("--rows", type=int)
     p.add_argument("--keys", type=int)
     p.add_argument("--mean-session", type=float, default=50.0)

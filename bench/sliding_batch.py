@@ -22,7 +22,6 @@ shared the 2 cores with someone else's work are visible. Cells run targets-first
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -65,11 +64,9 @@ STYLE = {
 
 # --------------------------------------------------------------------------------------- args
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 200k rows, 50 keys (same 4000 rows per key), 2 reps, 120 s timeout, "
-                        "no docs regeneration (explicit flags still win)")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 200k rows, 50 keys (same 4000 rows per key), 2 reps, 120 s timeout, no "
+                                "docs regeneration (explicit flags still win)")
     p.add_argument("--rows", type=int, help="input rows (default 4,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 50)")
     p.add_argument("--density", type=float, default=10.0,

@@ -28,7 +28,6 @@ JVM; local mode runs the tasks there) and the hottest frames of the executor thr
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime as dt
 import shutil
@@ -75,10 +74,8 @@ STYLE = {
 
 # --------------------------------------------------------------------------------------- args
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 200k rows, 100 keys, 10 micro-batches, 1 rep, no docs (explicit flags win)")
+def parse_args(argv=None):
+    p = harness.parser(__doc__, "smoke run: 200k rows, 100 keys, 10 micro-batches, 1 rep, no docs (explicit flags win)")
     p.add_argument("--rows", type=int, help="events (default 2,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 100)")
     p.add_argument("--batches", type=int, help="input files = micro-batches (default 40; quick 10)")

@@ -24,7 +24,6 @@ prints the tables of docs/benchmarks-small-batches.md, which is written by hand 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -47,8 +46,7 @@ STEP_S = 10  # each small file 10 s after the one before
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: 2k and 20k open keys, 4 small batches, 1 round")
+    p = harness.parser(__doc__, "smoke run: 2k and 20k open keys, 4 small batches, 1 round")
     p.add_argument("--open-keys", type=lambda s: [int(x) for x in s.split(",")], help="comma-separated")
     p.add_argument("--kinds", type=lambda s: s.split(","), default=list(KINDS))
     p.add_argument("--small-batches", type=int)

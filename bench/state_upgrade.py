@@ -69,9 +69,7 @@ READ_MEASURES = ["read_state", "state_reader", "state_reader_one_job"]
 # --------------------------------------------------------------------------------------- args
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 2,000 keys, 2 + 3 micro-batches, 1 rep, no docs (explicit flags win)")
+    p = harness.parser(__doc__, "smoke run: 2,000 keys, 2 + 3 micro-batches, 1 rep, no docs (explicit flags win)")
     p.add_argument("--keys", type=int, help="keys, each one row per micro-batch (default 100,000; quick 2,000)")
     p.add_argument("--fill-batches", type=int,
                    help="micro-batches the writers run before the restart (default 3; quick 2)")

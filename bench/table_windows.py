@@ -147,11 +147,9 @@ def sizes_arg(p: argparse.ArgumentParser, flag: str, text: str) -> list[int]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = harness.parser(__doc__, "smoke run: 200k events / 100 keys, 2 reps, 120 s timeout, no docs")
     p.add_argument("--per-key", action="store_true",
                    help="per-key windows (P periods per key) instead of W windows for every key")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 200k events / 100 keys, 2 reps, 120 s timeout, no docs")
     p.add_argument("--rows", type=int, help="events (default 4,000,000; quick 200,000)")
     p.add_argument("--keys", type=int, help="distinct keys (default 1000; quick 100)")
     p.add_argument("--days", type=float, default=365.0,
