@@ -237,26 +237,9 @@ def q_hourly_running(df):
 
 
 def compare(left, right) -> dict:
-    """Full outer join of two (k, start, end, s, n, a) results; one job."""
-    from pyspark.sql import functions as F
-    lj = left.select("k", "start", "end", F.col("s").alias("ls"), F.col("n").alias("ln"), F.col("a").alias("la"),
-                     F.lit(1).alias("lx"))
-    rj = right.select("k", "start", "end", F.col("s").alias("rs"), F.col("n").alias("rn"), F.col("a").alias("ra"),
-                      F.lit(1).alias("rx"))
-    j = lj.join(rj, ["k", "start", "end"], "full_outer")
-
-    def off(x, y):
-        return F.abs(F.col(x) - F.col(y)) > 1e-9 * F.greatest(F.abs(F.col(y)), F.lit(1.0))
-
-    bad = (F.col("lx").isNull() | F.col("rx").isNull() | (F.col("ln") != F.col("rn")) | off("ls", "rs") | off("la", "ra"))
-    r = j.agg(F.count("lx").alias("l"), F.count("rx").alias("r"),
-              F.sum(F.when(bad, 1).otherwise(0)).alias("bad"),
-              F.sum(F.when(F.col("lx").isNull(), 1).otherwise(0)).alias("only_right"),
-              F.sum(F.when(F.col("rx").isNull(), 1).otherwise(0)).alias("only_left"),
-              F.avg("rn").alias("mean_rows")).collect()[0]
-    return {"windowagg_rows": r["l"], "spark_rows": r["r"], "mismatches": r["bad"] or 0,
-            "only_in_windowagg": r["only_left"] or 0, "only_in_spark": r["only_right"] or 0,
-            "mean_rows_per_window": r["mean_rows"]}
+    """windowagg's windows against Spark's: harness.compare_windows, sums and averages within 1e-9 relative (`v`
+    has 3 decimals: sums in another order may differ in their last bits)."""
+    return harness.compare_windows(left, right, "spark", sum_tolerance=1e-9, avg_tolerance=1e-9)
 
 
 # ------------------------------------------------------------------------------ main

@@ -18,7 +18,8 @@
               the benchmarks' protocol on them
   streaming   write_batches / link_subset (Parquet files read one per micro-batch), file_stream,
               run_stream / run_stream_with_progress (one query until every file is read), state_quarters
-  results     results_path, write_json, write_csv / write_run_csvs (the runs and micro-batches as CSV)
+  results     results_path, write_json, write_csv / write_run_csvs (the runs and micro-batches as CSV);
+              compare_windows: two windowed results checked against each other
 
 Nothing here runs at import time; nothing here imports pyspark at import time.
 """
@@ -1128,20 +1129,25 @@ def write_run_csvs(json_path: Path, runs: list[dict], run_keys: tuple[str, ...])
               [{**{k: r.get(k) for k in run_keys}, **b} for r in runs for b in r.get("batches") or []])
 
 
-def compare_windows(left, right) -> dict:
-    """windowagg's (k, start, end, s, n, a) result against the range join's, as a full outer join on
-    (k, start, end); one job. Counts and
-    sums must be equal (the sums are exact), averages within 1e-12 relative."""
+def compare_windows(left, right, other: str = "range_join", sum_tolerance: float = 0.0,
+                    avg_tolerance: float = 1e-12) -> dict:
+    """windowagg's (k, start, end, s, n, a) result against `other`'s, as a full outer join on (k, start, end);
+    one job. Counts must be equal, sums and averages within their tolerance, relative (0: equal; the sums of
+    the table and Python windows are exact); `pairs` and `mean_rows_per_window` are from `other`'s counts."""
     from pyspark.sql import functions as F
     lj = left.select("k", "start", "end", F.col("s").alias("ls"), F.col("n").alias("ln"), F.col("a").alias("la"),
                      F.lit(1).alias("lx"))
     rj = right.select("k", "start", "end", F.col("s").alias("rs"), F.col("n").alias("rn"), F.col("a").alias("ra"),
                       F.lit(1).alias("rx"))
     j = lj.join(rj, ["k", "start", "end"], "full_outer")
+
+    def off(mine: str, theirs: str, tolerance: float):
+        if tolerance == 0:
+            return F.col(mine) != F.col(theirs)
+        return F.abs(F.col(mine) - F.col(theirs)) > tolerance * F.greatest(F.abs(F.col(theirs)), F.lit(1.0))
     one_side = F.col("lx").isNull() | F.col("rx").isNull()
     n_off = F.col("ln") != F.col("rn")
-    s_off = F.col("ls") != F.col("rs")
-    a_off = F.abs(F.col("la") - F.col("ra")) > 1e-12 * F.greatest(F.abs(F.col("ra")), F.lit(1.0))
+    s_off, a_off = off("ls", "rs", sum_tolerance), off("la", "ra", avg_tolerance)
 
     def count_if(c):
         return F.sum(F.when(c, 1).otherwise(0))
@@ -1149,8 +1155,9 @@ def compare_windows(left, right) -> dict:
               count_if(one_side | n_off | s_off | a_off).alias("bad"),
               count_if(F.col("lx").isNull()).alias("only_right"), count_if(F.col("rx").isNull()).alias("only_left"),
               count_if(~one_side & n_off).alias("count_off"), count_if(~one_side & s_off).alias("sum_off"),
-              count_if(~one_side & a_off).alias("avg_off"), F.sum("rn").alias("pairs")).collect()[0]
-    return {"windowagg_rows": r["l"], "range_join_rows": r["r"], "mismatches": r["bad"] or 0,
-            "only_in_windowagg": r["only_left"] or 0, "only_in_range_join": r["only_right"] or 0,
+              count_if(~one_side & a_off).alias("avg_off"), F.sum("rn").alias("pairs"),
+              F.avg("rn").alias("mean_rows")).collect()[0]
+    return {"windowagg_rows": r["l"], f"{other}_rows": r["r"], "mismatches": r["bad"] or 0,
+            "only_in_windowagg": r["only_left"] or 0, f"only_in_{other}": r["only_right"] or 0,
             "count_mismatches": r["count_off"] or 0, "sum_mismatches": r["sum_off"] or 0,
-            "avg_mismatches": r["avg_off"] or 0, "pairs": r["pairs"] or 0}
+            "avg_mismatches": r["avg_off"] or 0, "pairs": r["pairs"] or 0, "mean_rows_per_window": r["mean_rows"]}

@@ -613,24 +613,17 @@ def run(b: protocol.Run) -> None:
             res["runs"].append(r)
             log(f"windowagg {kind} warm-up: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s processing")
             for rep in range(1, a.reps + 1):
-                harness.wait_quiet(meter, a.quiet_wait, a.contended)
-                r = run_windowagg(kind, spark, a, work / f"{kind}-input", work / f"ck-{kind}-{rep}", len(all_files),
-                                  meter, with_flush=True)
-                r.update({"timed": True, "rep": rep,
-                          "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended})
-                res["runs"].append(r)
+                r = b.timed_run(meter, lambda: run_windowagg(
+                    kind, spark, a, work / f"{kind}-input", work / f"ck-{kind}-{rep}", len(all_files), meter,
+                    with_flush=True), timed=True, rep=rep)
                 log(f"windowagg {kind} rep {rep}: {r['status']} {r['events']:,} events, {r['micro_batches']} micro-batches, "
                     f"{r['processing_s']:.1f}s processing ({r['wall_s']:.1f}s wall) -> {r['events_per_s'] or 0:,.0f} events/s; "
                     f"own CPU {r['own_cpu_s'] or 0:.1f}s; final windows {r['output_rows']:,} (expected {exp['windowagg']:,}); "
                     f"other processes {r['foreign_cores'] or 0:.2f} cores")
-                save()
                 for store in a.stores:
-                    harness.wait_quiet(meter, a.quiet_wait, a.contended)
-                    kr = run_kafka(kind, store, a, cp, csv, warm_events, work / f"kafka-state-{kind}-{store}", meter,
-                                   timeout=a.kafka_max_seconds * 2 + a.kafka_warmup_seconds * 2 + 300)
-                    kr.update({"timed": True, "rep": rep,
-                               "contended": kr["foreign_cores"] is not None and kr["foreign_cores"] > a.contended})
-                    res["runs"].append(kr)
+                    kr = b.timed_run(meter, lambda: run_kafka(
+                        kind, store, a, cp, csv, warm_events, work / f"kafka-state-{kind}-{store}", meter,
+                        timeout=a.kafka_max_seconds * 2 + a.kafka_warmup_seconds * 2 + 300), timed=True, rep=rep)
                     if kr["status"] == "ok":
                         log(f"kafka {kind} {store} rep {rep}: {'complete' if kr['complete'] else 'STOPPED at the cap'} "
                             f"{kr['events']:,} events in {kr['seconds']:.1f}s -> {kr['events_per_s']:,.0f} events/s "
@@ -641,7 +634,6 @@ def run(b: protocol.Run) -> None:
                             f"{kr['foreign_cores'] or 0:.2f} cores")
                     else:
                         log(f"kafka {kind} {store} rep {rep}: {kr['status'][:400]}")
-                    save()
             shutil.rmtree(work / f"{kind}-input", ignore_errors=True)
             shutil.rmtree(work / f"{kind}-warmup", ignore_errors=True)
     finally:

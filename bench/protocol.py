@@ -8,7 +8,8 @@ A benchmark declares its results' name, its flags, its run and its page:
     main, rerender = BENCHMARK.main, BENCHMARK.rerender
 
 `run(b)` makes its inputs, runs its checks and measures its competitors (a batch cell: `b.cell(label,
-query, into, key, **tags)`; a streaming run: harness.run_stream), writing what it finds into `b.res`
+query, into, key, **tags)`; a streaming run or another engine's process: `b.timed_run(meter, run_once,
+**tags)`), writing what it finds into `b.res`
 (the results' header from harness.start, then its own `results` sections; a batch cell's runs go to
 res["runs"]) and calling `b.save()`; the harness parses the flags, re-renders the page for --report,
 starts the session, ends the run (harness.finish, also when it fails, on `b.spark`, which a run may
@@ -105,6 +106,20 @@ class Run:
         log(f"check {what}: {ck}")
         self.save()
         return ck
+
+    def timed_run(self, meter: harness.CpuMeter, run_once: Callable[[], dict], into: list | None = None,
+                  quiet: bool = True, **tags) -> dict:
+        """A run that is not a batch cell (a streaming query, another engine's process): run_once()'s findings,
+        after a wait for a quiet machine (--quiet-wait) unless not `quiet`, with `tags`, marked contended when other
+        processes used more than --contended cores meanwhile, kept in `into` (res["runs"]) and saved."""
+        if quiet:
+            harness.wait_quiet(meter, self.a.quiet_wait, self.a.contended)
+        r = run_once()
+        r.update(tags)
+        r["contended"] = r["foreign_cores"] is not None and r["foreign_cores"] > self.a.contended
+        (self.res["runs"] if into is None else into).append(r)
+        self.save()
+        return r
 
     def until_timeout(self, sizes: list[int], letter: str, competitor: str, size_field: str,
                       cells_at: Callable[[int], dict], measure_at: Callable[[int], dict]) -> None:

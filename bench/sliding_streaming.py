@@ -453,19 +453,15 @@ def run(b: protocol.Run) -> None:
         for rep in range(1, a.reps + 1):
             order = a.competitors if rep % 2 else list(reversed(a.competitors))
             for comp in order:
-                harness.wait_quiet(meter, a.quiet_wait, a.contended)
-                r = run_query(comp, spark, a, work / "input", work / f"ck-{comp}", len(files), meter)
-                r.update({"kind": "timed", "rep": rep,
-                          "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended})
-                res["runs"].append(r)
-                st = [b["state_rows"] for b in r["batches"]] or [0]
+                r = b.timed_run(meter, lambda: run_query(comp, spark, a, work / "input", work / f"ck-{comp}",
+                                                         len(files), meter), kind="timed", rep=rep)
+                st = [batch["state_rows"] for batch in r["batches"]] or [0]
                 eps = f"{r['events_per_s']:,.0f}" if r["events_per_s"] else "-"
                 fc = "?" if r["foreign_cores"] is None else f"{r['foreign_cores']:.2f}"
                 log(f"{comp:10s} rep {rep}: {r['status']} {r['events']:,} events, {r['micro_batches']} micro-batches, "
                     f"{r['processing_s']:.1f}s processing ({r['wall_s']:.1f}s wall) -> {eps} events/s; "
                     f"state rows max {max(st):,} last {st[-1]:,}; output {r['output_rows']:,} rows; "
                     f"other processes {fc} cores{' CONTENDED' if r['contended'] else ''}")
-                save()
 
         if a.profile and "windowagg" in a.competitors:
             log("profiling one more windowagg run with Java Flight Recorder ...")

@@ -359,7 +359,8 @@ def read_check(spark, windowagg, a, checkpoint: Path, source: Path, emitted: Pat
             "batch_id": s["batch_id"], "rows_fed": fed.count()}
 
 
-def part_read(spark, windowagg, a, meter, res: dict, save, checkpoint: Path, source: Path, emitted: Path) -> None:
+def part_read(b: protocol.Run, windowagg, meter, checkpoint: Path, source: Path, emitted: Path) -> None:
+    spark, a, res, save = b.spark, b.a, b.res, b.save
     variables = state_variables(spark, checkpoint)
     for v in variables:
         v["rows"] = statestore_df(spark, checkpoint, v).count()
@@ -407,17 +408,11 @@ def part_read(spark, windowagg, a, meter, res: dict, save, checkpoint: Path, sou
     for rep in range(a.reps + 1):
         kind = "warm-up" if rep == 0 else "timed"
         for name in names[rep % len(names):] + names[:rep % len(names)]:  # each goes first in turn
-            if kind == "timed":
-                harness.wait_quiet(meter, a.quiet_wait, a.contended)
-            r = measures[name]()
-            r.update({"measure": name, "kind": kind, "rep": rep,
-                      "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended,
-                      "loadavg_after": harness.loadavg()})
-            part["runs"].append(r)
+            r = b.timed_run(meter, lambda: {**measures[name](), "loadavg_after": harness.loadavg()}, part["runs"],
+                            quiet=kind == "timed", measure=name, kind=kind, rep=rep)
             fc = "?" if r["foreign_cores"] is None else f"{r['foreign_cores']:.2f}"
             log(f"{name:12s} {kind} {rep}: {r['status'][:200]} {r['seconds']:.2f}s wall, "
                 f"{r['own_cpu_s'] or float('nan'):.2f}s CPU, others {fc} cores{' CONTENDED' if r['contended'] else ''}")
-            save()
     assert check["mismatches"] == 0, \
         f"read_state's windows differ from the open windows computed independently: {check}"
 
@@ -467,26 +462,23 @@ def restart(spark, windowagg, a, meter, variant: str, checkpoint: Path, source: 
             "batches": progress}
 
 
-def part_upgrade(spark, windowagg, a, meter, res: dict, save, checkpoints: dict, pristine: dict, source: Path) -> None:
-    part = res["upgrade"] = {"runs": []}
+def part_upgrade(b: protocol.Run, windowagg, meter, checkpoints: dict, pristine: dict, source: Path) -> None:
+    spark, a = b.spark, b.a
+    part = b.res["upgrade"] = {"runs": []}
     for rep in range(a.warmup_runs + a.reps):
         kind = "warm-up" if rep < a.warmup_runs else "timed"
         for variant in (VARIANTS if rep % 2 == 0 else list(reversed(VARIANTS))):
             restore(pristine[variant], checkpoints[variant])
-            if kind == "timed":
-                harness.wait_quiet(meter, a.quiet_wait, a.contended)
-            r = restart(spark, windowagg, a, meter, variant, checkpoints[variant], source, a.restart_batches)
-            r.update({"kind": kind, "rep": rep - a.warmup_runs + 1 if kind == "timed" else rep + 1,
-                      "contended": r["foreign_cores"] is not None and r["foreign_cores"] > a.contended,
-                      "loadavg_after": harness.loadavg()})
-            part["runs"].append(r)
-            data = [b for b in r["batches"] if b["input_rows"] > 0]
+            r = b.timed_run(meter, lambda: {**restart(spark, windowagg, a, meter, variant, checkpoints[variant], source,
+                                                      a.restart_batches), "loadavg_after": harness.loadavg()},
+                            part["runs"], quiet=kind == "timed", kind=kind,
+                            rep=rep - a.warmup_runs + 1 if kind == "timed" else rep + 1)
+            data = [batch for batch in r["batches"] if batch["input_rows"] > 0]
             fc = "?" if r["foreign_cores"] is None else f"{r['foreign_cores']:.2f}"
             log(f"{variant:8s} {kind} {r['rep']}: {r['status']} {len(r['batches'])} micro-batches, trigger ms "
-                f"{[b['trigger_ms'] for b in r['batches']]}, rows {[b['input_rows'] for b in data]}, "
-                f"CPU {[None if b.get('cpu_s') is None else round(b['cpu_s'], 1) for b in r['batches']]}; "
+                f"{[batch['trigger_ms'] for batch in r['batches']]}, rows {[batch['input_rows'] for batch in data]}, "
+                f"CPU {[None if batch.get('cpu_s') is None else round(batch['cpu_s'], 1) for batch in r['batches']]}; "
                 f"others {fc} cores{' CONTENDED' if r['contended'] else ''}")
-            save()
 
 
 # ---------------------------------------------------------------------------------- results
@@ -824,10 +816,10 @@ def run(b: protocol.Run) -> None:
         for variant in VARIANTS:
             restore(pristine[variant], checkpoints[variant])
         if "read" in a.parts:
-            part_read(spark, windowagg, a, meter, res, save, checkpoints["native"],
-                      source_subset(source, work / "fed", a.fill_batches), emitted["native"])
+            part_read(b, windowagg, meter, checkpoints["native"], source_subset(source, work / "fed", a.fill_batches),
+                      emitted["native"])
         if "upgrade" in a.parts:
-            part_upgrade(spark, windowagg, a, meter, res, save, checkpoints, pristine, source)
+            part_upgrade(b, windowagg, meter, checkpoints, pristine, source)
     finally:
         res["loadavg_end"] = harness.loadavg()
         if not a.work_dir:
