@@ -21,7 +21,6 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
-FLINK_PYTHON = Path(os.environ.get("FLINK_VENV") or REPO / ".venv-flink") / "bin" / "python"
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,8 @@ def main(argv: list[str]) -> int:
         os.execv(sys.executable, script + args)
     commands = [script + args]
     if benchmark.flink:
-        commands = [[str(BENCH_DIR / "nexmark" / "setup-flink")], script + ["--flink-python", str(FLINK_PYTHON), *args]]
+        import harness  # beside this script: where Flink's virtualenv is
+        commands = [[str(BENCH_DIR / "nexmark" / "setup-flink")], script + ["--flink-python", str(harness.FLINK_PYTHON), *args]]
     try:
         return run_logged(commands, log_path(benchmark, args))
     except KeyboardInterrupt:  # the benchmark, in the same process group, was interrupted too

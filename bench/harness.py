@@ -43,6 +43,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# PyFlink's virtualenv, which bench/nexmark/setup-flink makes ($FLINK_VENV, else .venv-flink)
+FLINK_PYTHON = Path(os.environ.get("FLINK_VENV") or REPO / ".venv-flink") / "bin" / "python"
 STREAM_SCHEMA = "k INT, ts TIMESTAMP, v DOUBLE"
 
 _T0 = time.time()

@@ -164,7 +164,7 @@ def parse_args(argv=None):
     p.add_argument("--no-flink", dest="flink", action="store_false")
     p.add_argument("--flink-parallelism", default="1,2", help="Flink parallelism values (1,2)")
     p.add_argument("--flink-backends", default=",".join(BACKENDS), help="subset of hashmap,rocksdb")
-    p.add_argument("--flink-python", default=str(harness.REPO / ".venv-flink" / "bin" / "python"))
+    p.add_argument("--flink-python", default=str(harness.FLINK_PYTHON))
     p.add_argument("--flink-timeout", type=float, default=600.0, help="seconds per Flink process (600)")
     p.add_argument("--flink-watermark-delay-ms", type=int, default=1,
                    help="Flink's watermark delay (1 ms: at 0, Flink can close a window between two bids of its last "
@@ -378,7 +378,6 @@ class SparkSide:
         label = f"{engine}-{q}-{folder_key}-p{self.p}-{self.n}"
         ck = self.work / "checkpoints" / label
         df = query_df(self.spark, self.a, engine, q, folder, self.info["last_ms"])
-        harness.wait_quiet(self.meter, self.a.quiet_wait, self.a.contended)
         with CpuSampler(self.sampler_meter) as sampler:
             r, progress = harness.run_stream_with_progress(self.spark, df, label, ck, f["files"] + 1, self.a.timeout,
                                                            self.meter, on_start)
@@ -401,8 +400,7 @@ class SparkSide:
         flush_read = r["data_batches"] >= f["files"] + 1
         r.update({"engine": engine, "query": q, "p": self.p, "input": folder_key, "kind": kind,
                   "events_read": r["events"], "events": r["events"] - (1 if flush_read else 0),
-                  "files": f["files"], "check": check, "windowagg_metrics": wa_metrics,
-                  "contended": r["foreign_cores"] is not None and r["foreign_cores"] > self.a.contended})
+                  "files": f["files"], "check": check, "windowagg_metrics": wa_metrics})
         r["events_per_s"] = r["events"] / r["processing_s"] if r["processing_s"] else None
         real = [b for b in r["batches"] if b["input_rows"] > 1]  # the input files' micro-batches, not the flush's
         ms = sorted(b["trigger_ms"] for b in real)
@@ -474,7 +472,6 @@ def run_flink(a, q: str, p: int, backend: str, csv: str, warmup_csv: str, work: 
             "--watermark-delay-ms", str(a.flink_watermark_delay_ms), "--empty-jobs", "2", "--timing-json", str(tj)]
     if a.warmup_runs:
         args += ["--warmup-bids", warmup_csv, "--warmup-runs", str(a.warmup_runs)]
-    harness.wait_quiet(meter, a.quiet_wait, a.contended)
     s0 = meter.sample()
     t0 = time.perf_counter()
     r = {"engine": "flink", "query": q, "p": p, "backend": backend}
@@ -500,7 +497,6 @@ def run_flink(a, q: str, p: int, backend: str, csv: str, warmup_csv: str, work: 
     tree = r.get("total_cpu_s") or 0.0
     r["foreign_cores"] = (None if c["foreign_cpu_s"] is None
                           else max(0.0, c["foreign_cpu_s"] - tree) / wall)
-    r["contended"] = r["foreign_cores"] is not None and r["foreign_cores"] > a.contended
     for path in (out, tj):
         path.unlink(missing_ok=True)
     if r["status"] == "ok":
@@ -549,6 +545,7 @@ def profile_run(side: SparkSide, q: str, folder_key: str, work: Path) -> dict:
             samples = lambda: ((thread, frames, 1) for thread, frames in harness.execution_samples(rec))  # noqa: E731
         except FileNotFoundError as missing:
             return {"error": str(missing)}
+    harness.wait_quiet(side.meter, side.a.quiet_wait, side.a.contended)
     # started after the garbage collection that precedes each run, which is no part of the query's work
     try:
         try:
@@ -1051,26 +1048,21 @@ def render(res: dict, json_path: Path, doc: Path = DOC, img: Path = IMG) -> None
 
 # ------------------------------------------------------------------------------------------- main
 
-def spark_phase(side: SparkSide, res: dict, a, sizes: list[int], engines: list[str], save) -> None:
-    """One session's runs: warm-up, the cells by size (engines alternating), then the fixed costs."""
-    p = side.p
+def spark_phase(b: protocol.Run, side: SparkSide, sizes: list[int], engines: list[str]) -> None:
+    """One session's runs (each b.timed_run): warm-up, the cells by size (engines alternating), then the fixed costs."""
+    a, res, p = b.a, b.res, side.p
     for q in (a.queries if p == 2 else []):  # the local[1] session runs in the same JVM, already warm
         for eng in query_engines(q, engines):
             for i in range(1, a.warmup_runs + 1):
-                r = side.run(eng, q, "warmup", "warm-up")
-                res["runs"].append(r)
+                r = b.timed_run(side.meter, lambda: side.run(eng, q, "warmup", "warm-up"))
                 log(f"p{p} {eng:9s} {q:3s} warm-up {i}: {r['status']} {r['events']:,} events in {r['processing_s']:.1f}s "
                     f"({r['micro_batches']} micro-batches), CPU {r['own_cpu_s'] or 0:.1f}s, JIT {r['jit_s']:.1f}s")
-    save()
     for size in sizes:
         for rep in range(1, a.reps + 1):
             for q in a.queries:
                 qe = query_engines(q, engines)
                 for eng in (qe if rep % 2 else list(reversed(qe))):
-                    r = side.run(eng, q, str(size), "timed")
-                    r["rep"] = rep
-                    res["runs"].append(r)
-                    path = save()
+                    r = b.timed_run(side.meter, lambda: side.run(eng, q, str(size), "timed"), rep=rep)
                     c = res["summary"]["cells"][f"{eng}/{q}/p{p}/{size}"]
                     log(f"p{p} {eng:9s} {q:3s} {size_label(size):>4s} rep {rep}: {r['status']} {r['events']:,} events, "
                         f"{r['micro_batches']} micro-batches, {r['processing_s']:.1f}s -> {r['events_per_s'] or 0:,.0f} "
@@ -1081,7 +1073,7 @@ def spark_phase(side: SparkSide, res: dict, a, sizes: list[int], engines: list[s
                         + (" CONTENDED" if r["contended"] else ""))
                     if c["check"].startswith("FAILED"):
                         log(f"CHECK FAILED: {eng} {q} local[{p}] size {size}: {r['check']} != Flink's "
-                            f"{res['summary']['flink_reference'].get(q)} (results {path})")
+                            f"{res['summary']['flink_reference'].get(q)} (results {b.path})")
     # the fixed cost per micro-batch last, in a JVM the cells have warmed up (its JIT compiler idle), in
     # rounds with the engines' order alternating: one run moves by 20% or more, and a run after another
     # engine's can find the machine busier
@@ -1089,10 +1081,7 @@ def spark_phase(side: SparkSide, res: dict, a, sizes: list[int], engines: list[s
         for q in a.queries:
             qe = query_engines(q, engines)
             for eng in (qe if rnd % 2 else list(reversed(qe))):
-                r = side.run(eng, q, "fixed", "fixed")
-                r["rep"] = rnd
-                res["runs"].append(r)
-                save()
+                r = b.timed_run(side.meter, lambda: side.run(eng, q, "fixed", "fixed"), rep=rnd)
                 fc = fixed_cost(r)
                 log(f"p{p} {eng:9s} {q:3s} fixed cost, round {rnd}: {(fc['cpu_s_per_batch'] or 0) * 1000:.0f} ms CPU per "
                     f"micro-batch (median {(fc.get('cpu_s_per_batch_median') or 0) * 1000:.0f}), first one "
@@ -1125,9 +1114,8 @@ def run(b: protocol.Run) -> None:
             for q in a.queries:
                 for p in a.flink_parallelism:
                     for backend in a.flink_backends:
-                        r = run_flink(a, q, p, backend, info["flink_csv"], info["flink_warmup_csv"], work, meter)
-                        res["runs"].append(r)
-                        save()
+                        r = b.timed_run(meter, lambda: run_flink(a, q, p, backend, info["flink_csv"],
+                                                                 info["flink_warmup_csv"], work, meter))
                         if r["status"] == "ok":
                             log(f"flink p{p} {backend:7s} {q:3s}: {r['events']:,} events, job {r['wall_s']:.2f}s -> "
                                 f"{r['events_per_s']:,.0f} events/s; job CPU {r['cpu_s']:.2f}s, warm empty job "
@@ -1142,7 +1130,7 @@ def run(b: protocol.Run) -> None:
             res["sessions"].append({"p": p, "master": sp.sparkContext.master,
                                     "shuffle_partitions": sp.conf.get("spark.sql.shuffle.partitions"),
                                     "sizes": sizes, "engines": engines})
-            spark_phase(side, res, a, sizes, engines, save)
+            spark_phase(b, side, sizes, engines)
             if a.profile and p == 2 and "windowagg" in a.engines and a.profile_size in a.sizes:
                 def worst(t):  # windowagg's CPU per event at the profile size as a multiple of Flink's
                     x = next((x for x in t["sizes"] if x["size"] == a.profile_size), None)

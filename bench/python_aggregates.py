@@ -86,7 +86,6 @@ FLINK_CELLS = {
     "flink_builtin_group": "Flink GROUP BY TUMBLE 10 minutes, PERCENTILE(v, 0.5)",
 }
 FLINK_BACKENDS = ["hashmap", "rocksdb"]
-FLINK_PYTHON = Path(os.environ.get("FLINK_VENV") or BENCH_DIR.parent / ".venv-flink") / "bin" / "python"
 STEP_S = 30  # each key's rows 30 s apart
 START_S = 1_699_920_000  # a day's start (UTC)
 
@@ -100,7 +99,7 @@ def parse_args(argv=None):
     p.add_argument("--streaming-only", action="store_true", help="the streaming cells alone")
     p.add_argument("--with-flink", action="store_true",
                    help="the streaming cells on PyFlink too: its pandas UDAF and built-in PERCENTILE over the same rows")
-    p.add_argument("--flink-python", default=str(FLINK_PYTHON),
+    p.add_argument("--flink-python", default=str(harness.FLINK_PYTHON),
                    help="the Python of PyFlink's virtualenv (bench/nexmark/setup-flink makes it)")
     p.add_argument("--flink-cells", default=",".join(FLINK_CELLS), help=f"subset of {','.join(FLINK_CELLS)}")
     p.add_argument("--flink-backends", default=",".join(FLINK_BACKENDS),

@@ -59,7 +59,6 @@ import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
@@ -384,7 +383,7 @@ def parse_args(argv=None):
     p.add_argument("--work", help="work directory (kept); default: a temporary one, removed when all match")
     p.add_argument("--jar", help="windowagg jar (default $WINDOWAGG_JAR, else the one in this checkout's "
                                  "package: harness.windowagg_jar); run on a private copy")
-    p.add_argument("--flink-python", default=str(REPO / ".venv-flink" / "bin" / "python"))
+    p.add_argument("--flink-python", default=str(harness.FLINK_PYTHON))
     p.add_argument("--flink-first", action="store_true",
                    help="run the Flink jobs before Spark starts instead of alongside it")
     p.add_argument("--flink-timeout", type=float, default=600.0, help="seconds for the Flink job")
