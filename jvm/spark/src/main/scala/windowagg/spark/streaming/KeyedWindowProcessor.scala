@@ -90,12 +90,12 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
       // one key per group
       val keyBytes = converted(group)
       timers.start()
-      onRows(keyBytes, inputRows, watermark)
+      timers.finishing(onRows(keyBytes, inputRows, watermark))
     } else {
       timers.start()
       val rows = inputRows.buffered
       // each key's rows come together: one key at a time, its output taken before the next key is read
-      Iterator.continually(rows).takeWhile(_.hasNext).flatMap { _ =>
+      timers.finishing(Iterator.continually(rows).takeWhile(_.hasNext).flatMap { _ =>
         val keyBytes = rows.head.getAs[Array[Byte]](KeyBytesOrdinal)
         val ofKey = new Iterator[Row] {
           override def hasNext: Boolean = rows.hasNext && java.util.Arrays.equals(rows.head.getAs[Array[Byte]](KeyBytesOrdinal), keyBytes)
@@ -104,7 +104,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
         val out = onRows(keyBytes, ofKey, watermark)
         ofKey.foreach(_ => ()) // a kind reads every row; none may be left for the next key
         out
-      }
+      })
     }
   }
 
@@ -170,11 +170,11 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     val watermark = watermarkTicks(timerValues)
     if (spec.keying == StateKeying.ByKey) converted(group)
     timers.start()
-    timers.sweep(Math.floorDiv(watermark, spec.ticksPerMilli)).flatMap { keyBytes =>
+    timers.finishing(timers.sweep(Math.floorDiv(watermark, spec.ticksPerMilli)).flatMap { keyBytes =>
       val keyRow = useKey(keyBytes)
       if (!expireIfIdle(keyRow, watermark)) logic.onTimer(keyRow, watermark, emitter)
       emitter.finish()
-    }
+    })
   }
 
   /** The key whose state, timer and output come next. */

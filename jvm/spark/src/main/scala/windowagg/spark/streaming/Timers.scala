@@ -19,14 +19,15 @@ import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLCon
  * shared by the processor and the kind: the processor sets, before the kind sees a key, the time
  * `idleAt` at which the key becomes idle (expireIdleKeys), and the kind's timer is never later.
  */
-private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle: StatefulProcessorHandle, states: KeyStates) {
+private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle: StatefulProcessorHandle, states: KeyStates,
+    keysPerSlot: Int = Timers.KeysPerSlot) {
   private val keyTimers: MapState[Array[Byte], java.lang.Long] =
     handle.getMapState[Array[Byte], java.lang.Long](Timers.KeyTimers, Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
   // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
   private val partitionTimer: ValueState[java.lang.Long] =
     handle.getValueState[java.lang.Long](Timers.PartitionTimer, Encoders.LONG, TTLConfig.NONE)
   // grouped by key, the group's one key is the only one to look at
-  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, keyTimers)) else None
+  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, keyTimers, keysPerSlot)) else None
   private var registered: Option[Long] = None
   // the key the sweep gave last: its timer is gone, whatever the kind kept
   private var swept: Array[Byte] = _
@@ -40,6 +41,10 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
     swept = null
     dueKeys.foreach(_.start())
   }
+
+  /** `output`, the output of one of Spark's calls, then, once it is read, what the call filed is written. */
+  def finishing(output: Iterator[Array[Byte]]): Iterator[Array[Byte]] =
+    dueKeys.fold(output)(index => output ++ { index.flush(); Iterator.empty })
 
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   def expiryMs(last: Long): Long = Math.floorDiv(last, ticksPerMilli) + 1
@@ -126,10 +131,18 @@ private[spark] object Timers {
   val KeyTimers = "keyTimers"
   val PartitionTimer = "partitionTimer"
 
-  /** The state variables of the partition's keys filed by when they are due (`DueKeys`), which `read_state` skips. */
-  val DueBuckets = "dueBuckets"
-  val DueSlots = "dueKeys"
-  val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots)
+  /**
+   * The state variables of the partition's keys filed by when they are due (`DueKeys`), which
+   * `read_state` skips, with those of the filing as development builds before 0.4.0's release wrote
+   * it (a key per slot, under other names): derived from the keys' timers, it is filed again from
+   * them where a checkpoint has none of this build's.
+   */
+  val DueBuckets = "dueKeyBuckets"
+  val DueSlots = "dueKeyLists"
+  val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots, "dueBuckets", "dueKeys")
+
+  /** The most keys a slot of the filing lists: a call filing more keys in a bucket writes several slots. */
+  val KeysPerSlot: Int = 1024
 
   /**
    * The width of the time buckets keys are filed in, in ms: a sweep reads the keys of the buckets it
@@ -147,34 +160,37 @@ private[spark] object Timers {
 
 /**
  * A state partition's keys filed by when their timers are due, for a sweep to read the keys due,
- * not the partition's every key: the keys of a time bucket ([[Timers.BucketMs]]) are numbered
- * slots of the bucket, which a sweep reads by point lookups. A key with a timer is filed in the
- * bucket of its timer or an earlier one: a timer moved later stays filed where it was, and the sweep
- * that reaches that bucket files the key again where its timer is then (as Spark's own timer,
- * moved later, fires early and is set again). Nothing is unfiled when a timer moves or goes: a
- * sweep drops the slots whose key's timer is gone, or that repeat a key it read in an earlier slot.
+ * not the partition's every key: the keys of a time bucket ([[Timers.BucketMs]]) are listed in
+ * numbered slots of the bucket, which a sweep reads by point lookups. A call lists the keys it files
+ * in a bucket in one slot (up to `keysPerSlot` keys, [[Timers.KeysPerSlot]]), written when the call's output has been
+ * read, so that a micro-batch writes the filing of its keys once per bucket, not once per key. A key
+ * with a timer is filed in the bucket of its timer or an earlier one: a timer moved later stays
+ * filed where it was, and the sweep that reaches that bucket files the key again where its timer is
+ * then (as Spark's own timer, moved later, fires early and is set again). Nothing is unfiled when a
+ * timer moves or goes: a sweep drops the keys whose timer is gone, or that repeat a key it read in an
+ * earlier slot.
  *
  * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: every
  * key with a timer is filed, so a partition with timers and no bucket was written before the filing
  * existed, and is filed from its keys' timers when a call starts.
  */
-private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState[Array[Byte], java.lang.Long]) {
+private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState[Array[Byte], java.lang.Long], keysPerSlot: Int) {
   import Timers.BucketMs
 
   // a bucket's number of slots, by bucket (the timer's ms divided by the width)
   private val sizes: MapState[java.lang.Long, java.lang.Integer] =
     handle.getMapState[java.lang.Long, java.lang.Integer](Timers.DueBuckets, Encoders.LONG, Encoders.INT, TTLConfig.NONE)
-  // a key's bytes, by bucket and slot
+  // keys' bytes listed (DueKeys.listed), by bucket and slot
   private val slots: MapState[(Long, Int), Array[Byte]] = handle.getMapState[(Long, Int), Array[Byte]](
     Timers.DueSlots, Encoders.tuple(Encoders.scalaLong, Encoders.scalaInt), Encoders.BINARY, TTLConfig.NONE)
-  // the sizes read or written during the current call
-  private val sizeOf = mutable.HashMap.empty[Long, Int]
+  // the keys filed during the current call, by bucket, not written yet
+  private val filed = mutable.LinkedHashMap.empty[Long, mutable.ArrayBuffer[Array[Byte]]]
 
   private def bucketOf(ms: Long): Long = Math.floorDiv(ms, BucketMs)
 
   /** As each of Spark's calls starts: files the partition's keys if they have timers and none is filed. */
   def start(): Unit = {
-    sizeOf.clear()
+    flush()
     if (!sizes.exists() && keyTimers.exists()) {
       keyTimers.iterator().foreach { case (key, ms) => file(key, bucketOf(ms.longValue)) }
     }
@@ -184,11 +200,20 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
   def moved(key: Array[Byte], from: Option[Long], to: Long): Unit =
     if (from.forall(f => bucketOf(to) < bucketOf(f))) file(key, bucketOf(to))
 
-  private def file(key: Array[Byte], bucket: Long): Unit = {
-    val n = sizeOf.getOrElseUpdate(bucket, Option(sizes.getValue(bucket)).fold(0)(_.intValue))
-    slots.updateValue((bucket, n), key)
-    sizes.updateValue(bucket, n + 1)
-    sizeOf(bucket) = n + 1
+  private def file(key: Array[Byte], bucket: Long): Unit =
+    filed.getOrElseUpdate(bucket, mutable.ArrayBuffer.empty) += key
+
+  /** Writes the keys filed since the last write: each bucket's as new slots after its last one. */
+  def flush(): Unit = if (filed.nonEmpty) {
+    filed.foreach { case (bucket, keys) =>
+      var n = Option(sizes.getValue(bucket)).fold(0)(_.intValue)
+      keys.grouped(keysPerSlot).foreach { group =>
+        slots.updateValue((bucket, n), DueKeys.listed(group))
+        n += 1
+      }
+      sizes.updateValue(bucket, n)
+    }
+    filed.clear()
   }
 
   /**
@@ -203,6 +228,7 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
    * jumped far makes the sweep read every bucket's size.
    */
   def sweep(nowMs: Long, fired: Option[Long]): (Seq[Array[Byte]], Option[Long]) = {
+    flush() // the sweep reads the filing in state
     val now = bucketOf(nowMs)
     val reached = mutable.ArrayBuffer.empty[(Long, Int)]
     var next: Option[Long] = None
@@ -225,33 +251,33 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
     val due = mutable.ArrayBuffer.empty[Array[Byte]]
     val later = mutable.ArrayBuffer.empty[(Array[Byte], Long)]
     reached.sortBy(_._1).foreach { case (bucket, n) =>
-      var kept = 0
+      var keptSlots = 0
       var slot = 0
       while (slot < n) {
-        val key = slots.getValue((bucket, slot))
-        if (key != null) {
-          val timer = if (seen.add(ByteBuffer.wrap(key))) keyTimers.getValue(key) else null
-          val at = if (timer == null) Long.MinValue else timer.longValue
-          if (timer != null && at > nowMs && bucketOf(at) == bucket) {
-            kept += 1
-            if (next.forall(_ > at)) next = Some(at)
-          } else {
-            slots.removeKey((bucket, slot))
+        val listed = slots.getValue((bucket, slot))
+        if (listed != null) {
+          val keys = DueKeys.keysOf(listed)
+          val kept = mutable.ArrayBuffer.empty[Array[Byte]]
+          keys.foreach { key =>
+            val timer = if (seen.add(ByteBuffer.wrap(key))) keyTimers.getValue(key) else null
             if (timer != null) {
+              val at = timer.longValue
               if (at <= nowMs) due += key
               else {
-                later += ((key, at))
+                if (bucketOf(at) == bucket) kept += key else later += ((key, at))
                 if (next.forall(_ > at)) next = Some(at)
               }
             }
           }
+          if (kept.isEmpty) slots.removeKey((bucket, slot))
+          else {
+            if (kept.length < keys.length) slots.updateValue((bucket, slot), DueKeys.listed(kept))
+            keptSlots += 1
+          }
         }
         slot += 1
       }
-      if (kept == 0) {
-        sizes.removeKey(bucket)
-        sizeOf.remove(bucket)
-      }
+      if (keptSlots == 0) sizes.removeKey(bucket)
     }
     // looked up after the buckets reached are emptied, so that none of them counts as a later one
     if (lookedUp.isDefined) next = (next ++ laterBucket(now).map(_ * BucketMs)).minOption
@@ -271,5 +297,24 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
       b += 1
     }
     Option.when(sizes.exists())(b)
+  }
+}
+
+private object DueKeys {
+  /** Keys' bytes as one value: their number, then each one's length and bytes. */
+  def listed(keys: collection.Seq[Array[Byte]]): Array[Byte] = {
+    val out = ByteBuffer.allocate(4 + keys.iterator.map(4 + _.length).sum)
+    out.putInt(keys.length)
+    keys.foreach(k => out.putInt(k.length).put(k))
+    out.array()
+  }
+
+  def keysOf(listed: Array[Byte]): Array[Array[Byte]] = {
+    val in = ByteBuffer.wrap(listed)
+    Array.fill(in.getInt()) {
+      val key = new Array[Byte](in.getInt())
+      in.get(key)
+      key
+    }
   }
 }
