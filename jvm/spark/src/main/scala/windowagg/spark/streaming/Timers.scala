@@ -162,13 +162,13 @@ private[spark] object Timers {
  * A state partition's keys filed by when their timers are due, for a sweep to read the keys due,
  * not the partition's every key: the keys of a time bucket ([[Timers.BucketMs]]) are listed in
  * numbered slots of the bucket, which a sweep reads by point lookups. A call lists the keys it files
- * in a bucket in one slot (up to `keysPerSlot` keys, [[Timers.KeysPerSlot]]), written when the call's output has been
- * read, so that a micro-batch writes the filing of its keys once per bucket, not once per key. A key
- * with a timer is filed in the bucket of its timer or an earlier one: a timer moved later stays
- * filed where it was, and the sweep that reaches that bucket files the key again where its timer is
- * then (as Spark's own timer, moved later, fires early and is set again). Nothing is unfiled when a
- * timer moves or goes: a sweep drops the keys whose timer is gone, or that repeat a key it read in an
- * earlier slot.
+ * in a bucket in one slot (up to `keysPerSlot`, [[Timers.KeysPerSlot]]), written once the call's
+ * output has been read, so that a micro-batch writes its keys' filing once per bucket, not once per
+ * key. A key with a timer is filed in the bucket of its timer or an earlier one: a timer moved later
+ * stays filed where it was, and the sweep that reaches that bucket files the key again where its
+ * timer is then (as Spark's own timer, moved later, fires early and is set again). Nothing is
+ * unfiled when a timer moves or goes: a sweep drops the keys whose timer is gone, or that repeat a
+ * key it read in an earlier slot.
  *
  * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: every
  * key with a timer is filed, so a partition with timers and no bucket was written before the filing
