@@ -279,8 +279,8 @@ def run_writer(a, jar: str, python: str, checkpoint: Path, emitted: Path, source
 def state_variables(spark, checkpoint: Path) -> list[dict]:
     """The state variables of the checkpoint's transformWithState operator, from Spark's `state-metadata`
     source (its operator properties), as {name, type, read}: `read` when read_state reads it (as
-    StateReader does: not the partition's timer, whose one entry per partition holds nothing of a key,
-    nor Spark's own timers, `$`...)."""
+    StateReader does: not the sizes of the filing's spans, which hold nothing of a key, nor Spark's own
+    timers, `$`...)."""
     rows = spark.read.format("state-metadata").load(str(checkpoint)).collect()
     out = []
     for r in rows:
@@ -289,11 +289,11 @@ def state_variables(spark, checkpoint: Path) -> list[dict]:
             name = v["stateName"]
             out.append({"operator": r["operatorId"], "operator_name": r["operatorName"], "name": name,
                         "type": v.get("stateVariableType"), "partitions": r["numPartitions"],
-                        "read": not name.startswith("$") and name != PARTITION_TIMER})
+                        "read": not name.startswith("$") and name != DUE_KEY_BUCKETS})
     return out
 
 
-PARTITION_TIMER = "partitionTimer"  # windowagg's variable of the partition's one timer (Timers.PartitionTimer)
+DUE_KEY_BUCKETS = "dueKeyBuckets"  # windowagg's variable of the filing's span sizes (Timers.DueBuckets)
 
 
 def statestore_df(spark, checkpoint: Path, variable: dict):

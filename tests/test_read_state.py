@@ -248,9 +248,11 @@ def test_errors_name_the_checkpoint_and_what_is_wrong(spark, tmp_path):
     with open(record) as f:
         text = f.read()
     os.remove(os.path.join(checkpoint, "windowagg", ".state.json.crc"))
+    current = f'"version" : {sf.CURRENT["partials by time"]}'
+    assert current in text
     with open(record, "w") as f:
-        f.write(text.replace('"version" : 5', '"version" : 7'))
-    assert "version 7" in refused(lambda: windowagg.read_state(spark, checkpoint))
+        f.write(text.replace(current, '"version" : 9'))
+    assert "version 9" in refused(lambda: windowagg.read_state(spark, checkpoint))
 
     other = str(tmp_path / "other")
     stream = spark.readStream.format("rate").option("rowsPerSecond", 10).load()

@@ -13,7 +13,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import windowagg.{CountWindows, SessionWindows, SlidingWindows, WindowDefinition}
 import windowagg.functions.window
-import windowagg.spark.streaming.{StateKeying, StateRecord, StreamingStartCheck, StreamingWindowPlanner}
+import windowagg.spark.streaming.{PartialsByTime, Sessions, StateKeying, StateRecord, StreamingStartCheck, StreamingWindowPlanner}
 
 /**
  * Misuse a streaming query can only show when it starts: emit against the output mode, and a
@@ -149,16 +149,19 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     runOnce(windowed(input, sessions), input, checkpoint)
     val record = Files.readString(checkpoint.resolve("windowagg").resolve("state.json"))
     assert(record.contains("\"keying\" : \"state partition\""), record)
+    val current = s"\"version\" : ${Sessions.layout.version}"
+    assert(record.contains(current), record)
 
-    editRecord(checkpoint)(_ => record.replace("\"version\" : 3", "\"version\" : 7"))
+    editRecord(checkpoint)(_ => record.replace(current, "\"version\" : 9"))
     val version = refusedLeaving(checkpoint, windowed(newInput(), sessions))
-    assert(version.contains("its 'sessions' state is version 7 kept by state partition"), version)
-    assert(version.contains("reads version 3 and converts version 2 (the previous release's) only; a newer windowagg wrote it"), version)
+    assert(version.contains("its 'sessions' state is version 9 kept by state partition"), version)
+    assert(version.contains(s"reads version ${Sessions.layout.version} and converts version 2 (the previous release's) only; " +
+      "a newer windowagg wrote it"), version)
     assert(version.contains("in a layout this release cannot read"), version)
     assert(version.contains(checkpoint.resolve("windowagg").resolve("state.json").toString), version)
 
     // version 2 was kept per key: a record saying it was kept per state partition is not the previous release's
-    editRecord(checkpoint)(_ => record.replace("\"version\" : 3", "\"version\" : 2"))
+    editRecord(checkpoint)(_ => record.replace(current, "\"version\" : 2"))
     val partitioned = refusedLeaving(checkpoint, windowed(newInput(), sessions))
     assert(partitioned.contains("its 'sessions' state is version 2 kept by state partition"), partitioned)
 
@@ -178,7 +181,8 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
       ((_: String) => "", "it is empty or not a JSON object"),
       ((r: String) => r.replace("\"keying\" : \"state partition\"", "\"keying\" : \"row\""),
         "keying 'row' is none of 'state partition', 'key'"),
-      ((r: String) => r.replace("\"version\" : 5", "\"version\" : \"five\""), "an operator has no valid 'version'"),
+      ((r: String) => r.replace(s"\"version\" : ${PartialsByTime.OfTimes.layout.version}", "\"version\" : \"six\""),
+        "an operator has no valid 'version'"),
       ((r: String) => r.replace("\"layout\" : \"partials by time\",", ""), "an operator has no 'layout'"),
       ((r: String) => r.replace("\"operators\"", "\"operator\""), "it lists no operators"))
     for ((edit, why) <- edits) {
@@ -210,7 +214,7 @@ class StreamingStartCheckSuite extends AnyFunSuite with SparkSessionFixture {
     runOnce(windowed(ownInput, counts), ownInput, deleted)
     Files.delete(deleted.resolve("windowagg").resolve("state.json"))
     val missing = refusedLeaving(deleted, windowed(newInput(), counts))
-    assert(missing.contains("holds windowagg's state (keyTimers, progressByKey, settledByKey, waitingByKey)"), missing)
+    assert(missing.contains("holds windowagg's state (dueKeyBuckets, windowagg)"), missing)
     assert(missing.contains("but its record windowagg/state.json is missing"), missing)
   }
 

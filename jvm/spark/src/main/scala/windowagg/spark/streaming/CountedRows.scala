@@ -4,7 +4,6 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, BindReferences, BoundReference, Expression, InterpretedOrdering, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.DataType
@@ -34,11 +33,12 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Emission, Engine, NotWind
 private[spark] object CountedRows extends StreamingKind {
   /**
    * Version 1 (0.2.0, 0.3.0) kept a key's rows and positions in variables of the key's own group,
-   * with a timer of Spark's per key, and converts to this one ([[PreviousLayouts.Rows1]]); version 2
-   * keeps them in entries under the key's bytes (`KeyStates`, `Timers`), the waiting rows as one
-   * entry and the positions and times as another.
+   * with a timer of Spark's per key, and converts to this one ([[PreviousLayouts.Rows1]]); version 3
+   * keeps them in entries of the key's in the processor's one state map ([[StateEntries]], `Timers`),
+   * the waiting rows as one entry and the positions and times as another; version 2 was a build of
+   * 0.4.0 never released.
    */
-  override val layout: StateLayout = StateLayout("rows", 2)
+  override val layout: StateLayout = StateLayout("rows", 3)
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine =
     Combine.none("Storm's windows are cut at rows")
@@ -89,8 +89,8 @@ private[spark] object CountedRows extends StreamingKind {
    */
   override def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates,
       key: InternalRow, out: KeyHolding): Unit = {
-    val stored = states.value(ProgressVariable, Encoders.BINARY).get()
-    val waiting = Option(states.value(WaitingVariable, Encoders.BINARY).get()).map(decodeWaiting).getOrElse(Vector.empty)
+    val stored = states.value(ProgressVariable).get()
+    val waiting = Option(states.value(WaitingVariable).get()).map(decodeWaiting).getOrElse(Vector.empty)
     if (stored != null || waiting.nonEmpty) {
       val progress = Option(stored).map(Progress.decode).getOrElse(Progress.empty)
       out.heldRows(progress.next - progress.first + waiting.length)
@@ -176,9 +176,9 @@ private[spark] object CountedRows extends StreamingKind {
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
     private val kind = spec.engine.cutAtRows.get
-    private val settled: Entries[Long, Array[Byte]] = states.map(SettledVariable, Encoders.scalaLong, Encoders.BINARY)
-    private val waiting = states.value(WaitingVariable, Encoders.BINARY)
-    private val progressState = states.value(ProgressVariable, Encoders.BINARY)
+    private val settled: Entries[Long, Array[Byte]] = states.map(SettledVariable)
+    private val waiting = states.value(WaitingVariable)
+    private val progressState = states.value(ProgressVariable)
     private val finality = new RowFinality(kind)
     private val order = spec.tieOrder.map(BindReferences.bindReference(_: Expression, spec.valueAttributes))
     private val tieOrder = UnsafeProjection.create(order)

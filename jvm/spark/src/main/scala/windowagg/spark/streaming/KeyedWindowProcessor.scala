@@ -37,10 +37,10 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
   @transient private var keyWindows: WindowsOfKey = _
   @transient private var emitter: Emitter = _
   @transient private var whole: UnsafeRow = _
-  @transient private var states: KeyStates = _
+  @transient private var states: HandleKeyStates = _
   @transient private var timers: Timers = _
   // with expireIdleKeys: the latest time among the key's rows
-  @transient private var latestRow: KeyValue[java.lang.Long] = _
+  @transient private var latestRow: KeyValue[Array[Byte]] = _
   @transient private var latestSeen: Option[Long] = None
   // grouped by key: the group's key bytes, and its state in the previous release's layout
   @transient private var groupKeyBytes: Row => Array[Byte] = _
@@ -62,11 +62,10 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     input = new Input(spec.intake)
     keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     whole = new UnsafeRow(spec.valueAttributes.length)
-    states = new HandleKeyStates(getHandle)
-    emitter = new Emitter(spec, tools.aggregates, tools.toOutput,
-      spec.emission.trigger(name => states.value(name, Encoders.BINARY), retracts))
+    states = new HandleKeyStates(new StateEntries(getHandle))
+    emitter = new Emitter(spec, tools.aggregates, tools.toOutput, spec.emission.trigger(states.value, retracts))
     timers = new Timers(spec.ticksPerMilli, spec.keying == StateKeying.ByPartition, getHandle, states)
-    if (spec.expireIdleAfter.isDefined) latestRow = states.value("latestRow", Encoders.LONG)
+    if (spec.expireIdleAfter.isDefined) latestRow = states.value(KeyedWindowProcessor.LatestRowVariable)
     logic = kind.open(spec, tools, states, timers)
     if (spec.keying == StateKeying.ByKey) {
       groupKeyBytes = KeyedWindowProcessor.keyBytes(spec)
@@ -161,7 +160,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
       }
     }
     logic.onRows(keyRow, windowed, watermark, emitter)
-    if (latest != before) latest.foreach(t => latestRow.update(t))
+    if (latest != before) latest.foreach(t => latestRow.update(StateEntries.longBytes(t)))
     emitter.finish()
   }
 
@@ -193,7 +192,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
    * (`Timers.idleAt`).
    */
   private def expireIfIdle(keyRow: InternalRow, watermark: Long): Boolean = {
-    latestSeen = if (latestRow == null) None else Option(latestRow.get()).map(_.longValue)
+    latestSeen = if (latestRow == null) None else Option(latestRow.get()).map(StateEntries.longOf)
     if (latestSeen.exists(t => watermark >= idleFrom(t))) {
       logic.expire(keyRow, watermark, emitter)
       emitter.forget()
@@ -224,6 +223,9 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
 }
 
 private[spark] object KeyedWindowProcessor {
+  /** With expireIdleKeys: the key's variable of the latest time among its rows. */
+  val LatestRowVariable = "latestRow"
+
   /** A group's keys (grouped by key) packed as the plan packs each row's ([[CombineBeforeShuffle.plan]]). */
   def keyBytes(spec: StreamingWindowSpec): Row => Array[Byte] = {
     val toInternal = encoderFor(Encoders.row(spec.keySchema)).createSerializer()

@@ -5,7 +5,6 @@ import java.nio.ByteBuffer
 import scala.collection.mutable
 
 import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap, AttributeReference, AttributeSet, Expression,
   GenericInternalRow, JoinedRow, Literal, UnsafeArrayData, UnsafeProjection, UnsafeRow}
@@ -67,12 +66,12 @@ private[spark] final class PartialsByTime private (listed: Boolean) extends Stre
   /** The windows not final yet over the key's partials (the cursor's, as the processor's), and its pending rows. */
   override def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates,
       key: InternalRow, out: KeyHolding): Unit = {
-    val stored = states.value(ProgressVariable, Encoders.BINARY).get()
+    val stored = states.value(ProgressVariable).get()
     if (stored != null) {
       val progress = Progress.decode(stored)
       val finality = new WindowFinality(new WindowsOfKey(windows, keyTypes)(key))
       val listedKind = Engine.of(windows).listed
-      val blocks = new PartialBlocks(states.map(BlocksVariable, Encoders.scalaLong, Encoders.BINARY), progress.blockStarts,
+      val blocks = new PartialBlocks(states.map(BlocksVariable), progress.blockStarts,
         progress.inline, aggregates, listedKind)
       val oldest = finality.oldestNeeded(progress.finalBefore)
       val times = blocks.from(oldest).map(_.time).toArray
@@ -126,16 +125,16 @@ private[spark] object PartialsByTime {
    * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
    * timer entries; version 2 (0.3.0) kept a key's progress (no pending rows) and its blocks (every
    * one in the map) in variables of the key's own group, with a timer of Spark's per key, and
-   * converts to this one ([[PreviousLayouts.PartialsByTime2]]); versions 3 and 4 were builds of
-   * 0.4.0 never released; version 5 keeps a key's state in entries under its bytes (`KeyStates`,
-   * `Timers`).
+   * converts to this one ([[PreviousLayouts.PartialsByTime2]]); versions 3 to 5 were builds of
+   * 0.4.0 never released; version 6 keeps a key's state in entries of the processor's one state
+   * map ([[StateEntries]], `Timers`).
    */
-  private val TimesLayout = StateLayout("partials by time", 5)
+  private val TimesLayout = StateLayout("partials by time", 6)
   /**
-   * The blocks of "partials by time" with each partial's windows; versions 1 and 2 were builds of
-   * 0.4.0 never released, version 3 keeps a key's state in entries under its bytes.
+   * The blocks of "partials by time" with each partial's windows; versions 1 to 3 were builds of
+   * 0.4.0 never released, version 4 keeps a key's state in entries of the processor's one state map.
    */
-  private val ListedLayout = StateLayout("listed partials by time", 3)
+  private val ListedLayout = StateLayout("listed partials by time", 4)
   val ProgressVariable = "progress"
   val BlocksVariable = "blocks"
   // the two kinds come after the layouts they read: an object's fields are set in order
@@ -206,8 +205,8 @@ private[spark] object PartialsByTime {
 
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val blockState: Entries[Long, Array[Byte]] = states.map(BlocksVariable, Encoders.scalaLong, Encoders.BINARY)
-    private val progressState = states.value(ProgressVariable, Encoders.BINARY)
+    private val blockState: Entries[Long, Array[Byte]] = states.map(BlocksVariable)
+    private val progressState = states.value(ProgressVariable)
     // the windows of the key at hand (each key's own, for per-key windows), set as each call starts
     private val keyWindows = new WindowsOfKey(spec.windows, spec.keySchema.map(_.dataType))
     private var windows = spec.windows

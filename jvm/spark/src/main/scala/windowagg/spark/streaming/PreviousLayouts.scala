@@ -120,8 +120,8 @@ private[spark] object PreviousLayouts {
     override def converter(variables: Variables, states: KeyStates): Converter = new Converter {
       private val progress = variables.value("progress", Encoders.BINARY)
       private val blocks = variables.map("blocks", Encoders.scalaLong, Encoders.BINARY)
-      private val newProgress = states.value(PartialsByTime.ProgressVariable, Encoders.BINARY)
-      private val newBlocks = states.map(PartialsByTime.BlocksVariable, Encoders.scalaLong, Encoders.BINARY)
+      private val newProgress = states.value(PartialsByTime.ProgressVariable)
+      private val newBlocks = states.map(PartialsByTime.BlocksVariable)
 
       override def convert(): Option[Converted] = progress.read().map { bytes =>
         val in = ByteBuffer.wrap(bytes)
@@ -144,7 +144,7 @@ private[spark] object PreviousLayouts {
 
     override def converter(variables: Variables, states: KeyStates): Converter = new Converter {
       private val sessions = variables.value("keySessions", Encoders.BINARY)
-      private val newSessions = states.value(Sessions.SessionsVariable, Encoders.BINARY)
+      private val newSessions = states.value(Sessions.SessionsVariable)
 
       override def convert(): Option[Converted] = sessions.read().map { bytes =>
         newSessions.update(bytes)
@@ -171,9 +171,9 @@ private[spark] object PreviousLayouts {
       private val lastWindowHead = variables.value("lastWindowHead", Encoders.scalaLong)
       private val timer = variables.value("timer", Encoders.scalaLong)
       private val values = Seq(firstPosition, accountedBefore, settledUntil, lastWindowHead, timer)
-      private val newSettled = states.map(CountedRows.SettledVariable, Encoders.scalaLong, Encoders.BINARY)
-      private val newWaiting = states.value(CountedRows.WaitingVariable, Encoders.BINARY)
-      private val newProgress = states.value(CountedRows.ProgressVariable, Encoders.BINARY)
+      private val newSettled = states.map(CountedRows.SettledVariable)
+      private val newWaiting = states.value(CountedRows.WaitingVariable)
+      private val newProgress = states.value(CountedRows.ProgressVariable)
 
       override def convert(): Option[Converted] = {
         val rows = settled.read()

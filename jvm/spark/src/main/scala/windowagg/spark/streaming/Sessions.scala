@@ -7,7 +7,6 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, JoinedRow, Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
@@ -43,10 +42,11 @@ private[spark] object Sessions extends StreamingKind {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a
    * timer per session reach; version 2 (0.3.0) a key's sessions in a value of the key's own group,
-   * with a timer of Spark's per key; version 3 keeps them in an entry under the key's bytes
-   * (`KeyStates`, `Timers`), into which version 2's move unchanged ([[PreviousLayouts.Sessions2]]).
+   * with a timer of Spark's per key; version 4 keeps them in an entry of the key's in the
+   * processor's one state map ([[StateEntries]], `Timers`), into which version 2's move unchanged
+   * ([[PreviousLayouts.Sessions2]]); version 3 was a build of 0.4.0 never released.
    */
-  override val layout: StateLayout = StateLayout("sessions", 3)
+  override val layout: StateLayout = StateLayout("sessions", 4)
 
   override def retracts(windows: ResolvedWindows): Boolean = true
 
@@ -78,7 +78,7 @@ private[spark] object Sessions extends StreamingKind {
   /** The key's open sessions, each `[first, last]` as it would be emitted. */
   override def inspect(windows: ResolvedWindows, keyTypes: Seq[DataType], aggregates: SparkAggregates, states: KeyStates,
       key: InternalRow, out: KeyHolding): Unit = {
-    val stored = states.value(SessionsVariable, Encoders.BINARY).get()
+    val stored = states.value(SessionsVariable).get()
     if (stored != null) {
       val sessions = KeySessions.decode(stored, aggregates)
       sessions.open.foreach(s => out.window(s.first, s.last, s.partial))
@@ -183,7 +183,7 @@ private[spark] object Sessions extends StreamingKind {
 
   private final class Logic(spec: StreamingWindowSpec, tools: TaskTools, states: KeyStates, timers: Timers) extends KeyLogic {
     private val aggregates = tools.aggregates
-    private val sessionState = states.value(SessionsVariable, Encoders.BINARY)
+    private val sessionState = states.value(SessionsVariable)
     private val merging = new SessionMerging[InternalRow](aggregates)
     private val fixedGap: Option[Long] = spec.engine.merging.flatMap(_.fixedGap)
 

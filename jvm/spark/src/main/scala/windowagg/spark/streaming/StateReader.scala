@@ -149,7 +149,7 @@ object StateReader {
   /** windowagg's transformWithState operators, in the order of their ids (the plan's, as the records'). */
   private def windowOperators(fs: FileSystem, root: Path): Seq[Operator] =
     StreamingStartCheck.operatorVariables(fs, root).toSeq.sortBy(_._1).collect {
-      case (id, variables) if variables.exists { case (name, _) => name == Timers.KeyTimers } => Operator(id, variables)
+      case (id, variables) if variables.exists { case (name, _) => name == StateEntries.Variable } => Operator(id, variables)
     }
 
   /** The watermark (ms) the micro-batch `batch` ran with. */
@@ -196,8 +196,8 @@ object StateReader {
     else windows.boundToKeys(windows.keyColumns.map(name => reading.keySchema.fieldIndex(name)).toArray)
   }
 
-  /** A key's entries as one variable holds them, read by Spark's state data source. */
-  private final case class Entry(key: Array[Byte], variable: String, entry: Any, value: Any)
+  /** A key's entries as one variable holds them, read by Spark's state data source: this release's, or the previous release's. */
+  private final case class Entry(key: Array[Byte], variable: String, entry: Any, value: Any, previous: Boolean)
 
   private def decoded(session: SparkSession, root: Path, batch: Long, operator: Operator, record: StateRecord,
       reading: StateReading, kind: StreamingKind, watermarkMs: Option[Long]): DataFrame = {
@@ -220,9 +220,7 @@ object StateReader {
       UTF8String.fromString(record.field(StreamingStartCheck.Window).getOrElse(reading.definition)),
       UTF8String.fromString(record.field(StreamingStartCheck.Emit).getOrElse("")), batch, watermarkMs.map(_ * 1000L).orNull)
 
-    val entries = operator.variables.filterNot { case (name, _) =>
-      name == Timers.PartitionTimer || Timers.DueKeysVariables(name) || name.startsWith("$")
-    }.map {
+    val entries = operator.variables.filterNot { case (name, _) => name == Timers.DueBuckets || name.startsWith("$") }.map {
       case (name, variableType) => entriesOf(session, root, batch, operator.id, name, variableType, reading.keySchema)
     }
     val gathered = entries.reduce((a, b) => a.zipPartitions(b, preservesPartitioning = true)(_ ++ _))
@@ -232,7 +230,8 @@ object StateReader {
       val aggregates = new SparkAggregates(functions, filters, values, partition)
       val byKey = mutable.LinkedHashMap.empty[ByteBuffer, KeyStates.Snapshot]
       partitionEntries.foreach { e =>
-        byKey.getOrElseUpdate(ByteBuffer.wrap(e.key), new KeyStates.Snapshot(e.key)).put(e.variable, e.entry, e.value)
+        val snapshot = byKey.getOrElseUpdate(ByteBuffer.wrap(e.key), new KeyStates.Snapshot(e.key))
+        if (e.previous) snapshot.putPrevious(e.variable, e.entry, e.value) else snapshot.put(e.variable, e.entry, e.value)
       }
       val toOutput = UnsafeProjection.create(schema)
       val out = new GenericInternalRow(schema.length)
@@ -281,8 +280,9 @@ object StateReader {
 
   /**
    * One state variable's entries in the state partitions, by Spark's state data source: this
-   * release's (map entries under the key's bytes) and the previous release's (values, maps and
-   * lists of the key's own group, whose bytes are packed from the grouping key as the processor packs them).
+   * release's (the keys' entries of the processor's state, [[StateEntries]]; the group's own are
+   * not a key's) and the previous release's (values, maps and lists of the key's own group, whose
+   * bytes are packed from the grouping key as the processor packs them).
    */
   private def entriesOf(session: SparkSession, root: Path, batch: Long, operatorId: Long, name: String, variableType: String,
       keySchema: StructType): RDD[Entry] = {
@@ -291,28 +291,29 @@ object StateReader {
       .load()
     val columns = df.schema.fieldNames.toSeq
     val ordinal = columns.zipWithIndex.toMap
-    def fieldsOf(column: String): Int = df.schema(column).dataType.asInstanceOf[StructType].length
     val keyTypes = keySchema.map(_.dataType)
     val groupKeyFields = df.schema("key").dataType.asInstanceOf[StructType].length
-    val ours = columns.contains("user_map_key") && name != Timers.KeyTimers && name.endsWith(KeyStates.variable(""))
-    val perEntry = ours && fieldsOf("user_map_key") == 2
+    val ours = name == StateEntries.Variable
     val valueColumn = if (columns.contains("user_map_value")) "user_map_value" else if (columns.contains("list_element")) "list_element" else "value"
     val valueType = df.schema(valueColumn).dataType.asInstanceOf[StructType].head.dataType
     val (keyAt, mapKeyAt, valueAt) = (ordinal("key"), ordinal.get("user_map_key"), ordinal(valueColumn))
     val keyBytes = KeyedWindowProcessor.internalKeyBytes(keyTypes)
     df.queryExecution.toRdd.mapPartitions { rows =>
       val pack = keyBytes()
-      rows.map { row =>
+      rows.flatMap { row =>
         val value = row.getStruct(valueAt, 1).get(0, valueType) match {
           case b: Array[Byte] => b.clone()
           case other => other
         }
-        if (ours || name == Timers.KeyTimers) {
-          val mapKey = row.getStruct(mapKeyAt.get, if (perEntry) 2 else 1)
-          Entry(mapKey.getBinary(0), name, if (perEntry) mapKey.getLong(1) else null, value)
+        if (ours) {
+          StateEntries.parse(row.getStruct(mapKeyAt.get, 1).getBinary(0)) match {
+            case StateEntries.Parsed(variable, StateEntries.KeyValuePart, _, key) => Some(Entry(key, variable, null, value, previous = false))
+            case StateEntries.Parsed(variable, StateEntries.KeyMapPart, entry, key) => Some(Entry(key, variable, entry, value, previous = false))
+            case _ => None
+          }
         } else {
           val group = pack(row.getStruct(keyAt, groupKeyFields))
-          Entry(group, name, mapKeyAt.map(at => row.getStruct(at, 1).getLong(0)).orNull, value)
+          Some(Entry(group, name, mapKeyAt.map(at => row.getStruct(at, 1).getLong(0)).orNull, value, previous = true))
         }
       }
     }

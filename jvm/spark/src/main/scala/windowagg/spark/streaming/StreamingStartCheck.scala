@@ -262,7 +262,7 @@ object StreamingStartCheck {
    */
   private def refuseUnrecorded(fs: FileSystem, root: Path, records: Seq[StateRecord]): Nothing = {
     val variables = stateVariables(fs, root)
-    val ours = variables.filter(v => v.endsWith(KeyStates.variable("")) || v == Timers.KeyTimers)
+    val ours = variables.filter(v => v == StateEntries.Variable || v == Timers.DueBuckets)
     if (ours.nonEmpty) {
       throw WindowAggException(WindowAggError.CHECKPOINT_MISMATCH,
         s"the checkpoint $root holds windowagg's state (${ours.distinct.sorted.mkString(", ")}), but its record " +

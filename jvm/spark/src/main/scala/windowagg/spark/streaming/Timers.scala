@@ -5,13 +5,15 @@ import java.nio.ByteBuffer
 import scala.collection.mutable
 
 import org.apache.spark.sql.Encoders
-import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig, ValueState}
+import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLConfig}
+
+import windowagg.spark.streaming.StateEntries._
 
 /**
  * The keys' timers of one group of transformWithState, in milliseconds (timers keep milliseconds).
  * Spark scopes timers to its grouping key, a state partition ([[KeyBucket]]) or, in a checkpoint of
  * the previous release, one key ([[StateKeying.ByKey]]): it keeps one timer, no later than the
- * earliest key's, and each key's timer is an entry of a map under the key's bytes. When Spark's
+ * earliest key's, and each key's timer is an entry of the key's ([[StateEntries]]). When Spark's
  * timer fires, [[sweep]] gives the keys that are due; grouped by partition (`indexed`), it finds
  * them by time (`DueKeys`), reading the keys due and not every key of the partition. A key's timer
  * moved later leaves Spark's where it is (it fires early, and the sweep sets it again), where a
@@ -19,15 +21,14 @@ import org.apache.spark.sql.streaming.{MapState, StatefulProcessorHandle, TTLCon
  * shared by the processor and the kind: the processor sets, before the kind sees a key, the time
  * `idleAt` at which the key becomes idle (expireIdleKeys), and the kind's timer is never later.
  */
-private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle: StatefulProcessorHandle, states: KeyStates,
+private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle: StatefulProcessorHandle, states: HandleKeyStates,
     keysPerSlot: Int = Timers.KeysPerSlot) {
-  private val keyTimers: MapState[Array[Byte], java.lang.Long] =
-    handle.getMapState[Array[Byte], java.lang.Long](Timers.KeyTimers, Encoders.BINARY, Encoders.LONG, TTLConfig.NONE)
+  private val entries = states.entries
+  private val keyTimers = new Timers.KeyTimers(entries)
   // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
-  private val partitionTimer: ValueState[java.lang.Long] =
-    handle.getValueState[java.lang.Long](Timers.PartitionTimer, Encoders.LONG, TTLConfig.NONE)
+  private val partitionTimer = groupEntry(nameBytes(Timers.PartitionTimer), Array.emptyByteArray)
   // grouped by key, the group's one key is the only one to look at
-  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, keyTimers, keysPerSlot)) else None
+  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, entries, keyTimers, keysPerSlot)) else None
   private var registered: Option[Long] = None
   // the key the sweep gave last: its timer is gone, whatever the kind kept
   private var swept: Array[Byte] = _
@@ -37,7 +38,7 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
 
   /** As each of Spark's calls starts: reads where Spark's timer is, and has the partition's keys filed by time. */
   def start(): Unit = {
-    registered = Option(partitionTimer.get()).map(_.longValue)
+    registered = Option(entries.get(partitionTimer)).map(longOf)
     swept = null
     dueKeys.foreach(_.start())
   }
@@ -63,10 +64,10 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
     if (target != from) {
       target match {
         case Some(ms) =>
-          keyTimers.updateValue(states.current, ms)
+          keyTimers.update(states.current, ms)
           dueKeys.foreach(_.moved(states.current, from, ms))
           wakeBy(ms)
-        case None => keyTimers.removeKey(states.current)
+        case None => keyTimers.remove(states.current)
       }
     }
     target
@@ -77,13 +78,13 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
    * (grouped by key) at `ms`: the key's timer is that one.
    */
   def adopt(ms: Option[Long]): Unit = ms.foreach { at =>
-    keyTimers.updateValue(states.current, at)
+    keyTimers.update(states.current, at)
     dueKeys.foreach(_.moved(states.current, None, at))
-    partitionTimer.update(at)
+    entries.update(partitionTimer, longBytes(at))
   }
 
   /** The current key has no timer any more (its state is gone). */
-  def forget(): Unit = keyTimers.removeKey(states.current)
+  def forget(): Unit = keyTimers.remove(states.current)
 
   /**
    * Spark's timer has fired (Spark deletes it once the call's output is read): the keys whose timers
@@ -96,10 +97,10 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
       case None => scan(nowMs)
     }
     registered = None
-    partitionTimer.clear()
+    entries.remove(partitionTimer)
     next.foreach(wakeBy)
     due.iterator.map { key =>
-      keyTimers.removeKey(key)
+      keyTimers.remove(key)
       swept = key
       key
     }
@@ -109,8 +110,7 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   private def scan(nowMs: Long): (Seq[Array[Byte]], Option[Long]) = {
     val due = mutable.ArrayBuffer.empty[Array[Byte]]
     var next: Option[Long] = None
-    keyTimers.iterator().foreach { case (key, ms) =>
-      val at = ms.longValue
+    keyTimers.all.foreach { case (key, at) =>
       if (at <= nowMs) due += key
       else if (next.forall(_ > at)) next = Some(at)
     }
@@ -121,25 +121,36 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   private def wakeBy(ms: Long): Unit = if (registered.forall(_ > ms)) {
     registered.foreach(handle.deleteTimer)
     handle.registerTimer(ms)
-    partitionTimer.update(ms)
+    entries.update(partitionTimer, longBytes(ms))
     registered = Some(ms)
   }
 }
 
 private[spark] object Timers {
-  /** The state variables of the timers: each key's, and the one of Spark's per group. */
-  val KeyTimers = "keyTimers"
+  /** The timers' entries in the processor's state: each key's, and the one of Spark's per group. */
+  val KeyTimer = "timer"
   val PartitionTimer = "partitionTimer"
 
   /**
-   * The state variables of the partition's keys filed by when they are due (`DueKeys`), which
-   * `read_state` skips, with those of the filing as development builds before 0.4.0's release wrote
-   * it (a key per slot, under other names): derived from the keys' timers, it is filed again from
-   * them where a checkpoint has none of this build's.
+   * The partition's keys filed by when they are due (`DueKeys`): the lists of keys, entries of the
+   * processor's state, and the buckets' sizes, a state variable of their own, read whole when the
+   * watermark jumps far (`read_state` skips both).
    */
+  val DueSlots = "dueKeys"
   val DueBuckets = "dueKeyBuckets"
-  val DueSlots = "dueKeyLists"
-  val DueKeysVariables: Set[String] = Set(DueBuckets, DueSlots, "dueBuckets", "dueKeys")
+
+  /** Each key's timer (ms), an entry of the key's. */
+  final class KeyTimers(entries: StateEntries) {
+    private val name = nameBytes(KeyTimer)
+    def get(key: Array[Byte]): Option[Long] = Option(entries.get(keyValue(name, key))).map(longOf)
+    def update(key: Array[Byte], ms: Long): Unit = entries.update(keyValue(name, key), longBytes(ms))
+    def remove(key: Array[Byte]): Unit = entries.remove(keyValue(name, key))
+
+    /** Every key's timer in the group, read from all its entries: grouped by key, the key's own. */
+    def all: Iterator[(Array[Byte], Long)] = entries.iterator.collect {
+      case (Parsed(KeyTimer, KeyValuePart, _, key), ms) => (key, longOf(ms))
+    }
+  }
 
   /** The most keys a slot of the filing lists: a call filing more keys in a bucket writes several slots. */
   val KeysPerSlot: Int = 1024
@@ -169,32 +180,29 @@ private[spark] object Timers {
  * timer is then (as Spark's own timer, moved later, fires early and is set again). Nothing is
  * unfiled when a timer moves or goes: a sweep drops the keys whose timer is gone, or that repeat a
  * key it read in an earlier slot.
- *
- * The filing is derived from the keys' timers (`keyTimers`), which stay what the kinds write: every
- * key with a timer is filed, so a partition with timers and no bucket was written before the filing
- * existed, and is filed from its keys' timers when a call starts.
  */
-private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState[Array[Byte], java.lang.Long], keysPerSlot: Int) {
+private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntries, keyTimers: Timers.KeyTimers, keysPerSlot: Int) {
   import Timers.BucketMs
 
   // a bucket's number of slots, by bucket (the timer's ms divided by the width)
   private val sizes: MapState[java.lang.Long, java.lang.Integer] =
     handle.getMapState[java.lang.Long, java.lang.Integer](Timers.DueBuckets, Encoders.LONG, Encoders.INT, TTLConfig.NONE)
   // keys' bytes listed (DueKeys.listed), by bucket and slot
-  private val slots: MapState[(Long, Int), Array[Byte]] = handle.getMapState[(Long, Int), Array[Byte]](
-    Timers.DueSlots, Encoders.tuple(Encoders.scalaLong, Encoders.scalaInt), Encoders.BINARY, TTLConfig.NONE)
+  private val slotName = nameBytes(Timers.DueSlots)
+  private object slots {
+    private def entry(bucketAndSlot: (Long, Int)): Array[Byte] =
+      groupEntry(slotName, ByteBuffer.allocate(12).putLong(bucketAndSlot._1).putInt(bucketAndSlot._2).array())
+    def getValue(at: (Long, Int)): Array[Byte] = entries.get(entry(at))
+    def updateValue(at: (Long, Int), keys: Array[Byte]): Unit = entries.update(entry(at), keys)
+    def removeKey(at: (Long, Int)): Unit = entries.remove(entry(at))
+  }
   // the keys filed during the current call, by bucket, not written yet
   private val filed = mutable.LinkedHashMap.empty[Long, mutable.ArrayBuffer[Array[Byte]]]
 
   private def bucketOf(ms: Long): Long = Math.floorDiv(ms, BucketMs)
 
-  /** As each of Spark's calls starts: files the partition's keys if they have timers and none is filed. */
-  def start(): Unit = {
-    flush()
-    if (!sizes.exists() && keyTimers.exists()) {
-      keyTimers.iterator().foreach { case (key, ms) => file(key, bucketOf(ms.longValue)) }
-    }
-  }
+  /** As each of Spark's calls starts: what an earlier call filed is written (its output was read). */
+  def start(): Unit = flush()
 
   /** `key`'s timer moved from `from` (none: it had none) to `to`: filed again if its filing may be later than `to`. */
   def moved(key: Array[Byte], from: Option[Long], to: Long): Unit =
@@ -259,9 +267,8 @@ private final class DueKeys(handle: StatefulProcessorHandle, keyTimers: MapState
           val keys = DueKeys.keysOf(listed)
           val kept = mutable.ArrayBuffer.empty[Array[Byte]]
           keys.foreach { key =>
-            val timer = if (seen.add(ByteBuffer.wrap(key))) keyTimers.getValue(key) else null
-            if (timer != null) {
-              val at = timer.longValue
+            val timer = if (seen.add(ByteBuffer.wrap(key))) keyTimers.get(key) else None
+            timer.foreach { at =>
               if (at <= nowMs) due += key
               else {
                 if (bucketOf(at) == bucket) kept += key else later += ((key, at))

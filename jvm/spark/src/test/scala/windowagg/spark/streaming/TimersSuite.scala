@@ -14,7 +14,7 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * The timers of a state partition against a plain map of each key's timer, with Spark's timer
  * played as Spark plays it (it fires once the time reaches it, and is gone once fired): whatever
  * the order of moves (earlier, later, across time buckets, gone), of keys forgotten, of restarts,
- * with the filing by time kept or lost (a checkpoint written before it), every key is given by a
+ * every key is given by a
  * sweep exactly when its timer is due, once, and Spark's timer is never later than the earliest key's
  * (checked after every step). Where Spark's timer was near now, a sweep looks the filing's buckets up
  * one by one instead of reading them all.
@@ -36,7 +36,7 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       1 -> key.map(Forget(_)),
       4 -> Gen.frequency(3 -> Gen.choose(0L, 20000L), 1 -> Gen.choose(0L, 6 * Timers.BucketMs),
         1 -> Gen.choose(0L, 2L * Timers.BucketsLookedUp * Timers.BucketMs)).map(Advance(_)),
-      1 -> Gen.oneOf(true, false).map(Restart(_)),
+      1 -> Gen.const(Restart),
       2 -> Gen.frequency(3 -> Gen.choose(-1000L, 2 * Timers.BucketMs), 1 -> Gen.const(-1000L)).map(AfterDue(_)))
     Gen.listOfN(120, step)
   }
@@ -61,7 +61,7 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def play(indexed: Boolean, plan: List[Step], start: Long): collection.Map[Int, Long] = {
     val handle = new MemoryHandle
     def open(): (Timers, HandleKeyStates) = {
-      val states = new HandleKeyStates(handle)
+      val states = new HandleKeyStates(new StateEntries(handle))
       // two keys per slot of the filing: a call filing more writes several slots
       (new Timers(1L, indexed, handle, states, keysPerSlot = 2), states)
     }
@@ -98,10 +98,9 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
           timers.forget()
           kept.remove(k)
           model.remove(k)
-        case Restart(loseFiling) =>
+        case Restart =>
           // the call's output is read before Spark commits: what the call filed is written then
           assert(timers.finishing(Iterator.empty).isEmpty)
-          if (loseFiling) Timers.DueKeysVariables.foreach(handle.states.remove)
           val reopened = open()
           timers = reopened._1
           states = reopened._2
@@ -142,8 +141,8 @@ object TimersSuite {
   final case class Move(key: Int, ahead: Option[Long]) extends Step
   final case class Forget(key: Int) extends Step
   final case class Advance(by: Long) extends Step
-  // a new task on the same state; the filing by time dropped too, as in a checkpoint written before it
-  final case class Restart(loseFiling: Boolean) extends Step
+  // a new task on the same state
+  case object Restart extends Step
   // how far after a due key's sweep its kind sets its timer again: none when far below zero, where it was when near
   final case class AfterDue(ahead: Long) extends Step
 
