@@ -1,60 +1,11 @@
 #!/usr/bin/env python3
 """Batch benchmark: windowagg's aligned window kinds (hopping, tumbling, cumulative, calendar) against
 what a Spark user would otherwise write, plus a regression check of the sliding and session kinds.
+windowagg is called through SQL only (`windows(ts, 'spec')` or the `window_agg` table function), so
+the benchmark needs no Python classes for these kinds.
 
-One process, one SparkSession (local[2], 4 shuffle partitions, AQE coalescing off), cached inputs,
-every result consumed with .write.format("noop"). windowagg is called through SQL only
-(`windows(ts, 'spec')` as a groupBy key, or the `window_agg` table function), so the benchmark needs
-no Python classes for the new kinds. Sections (cells of one section share one cached input):
-
-  hopping     'hopping 1 hour every 10 seconds', sum/count/avg(v) per key
-                windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
-                windowagg_tvf  SELECT * FROM window_agg(TABLE(src) PARTITION BY k ORDER BY (ts), ...)
-                spark          groupBy(k, window(ts, '1 hour', '10 seconds'))   (360 copies per row)
-  hopping_dense  the same windows over an input with 100 rows per key and 10-second slice (--dense-rows)
-                windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
-                spark          groupBy(k, window(ts, '1 hour', '10 seconds'))
-  hopping_write  the same windows over a row every 100 s per key (--write-rows, --write-keys): ten windows
-              a row, against writing as many rows
-                windowagg      groupBy(k, windows(ts, 'hopping 1 hour every 10 seconds'))
-                windowagg_rows the same with spark.windowagg.aggregateBeforeShuffle=never (rows cross the shuffle)
-                write_floor    Spark making and writing as many rows of the result's shape
-                sort_floor     repartition(4, k).sortWithinPartitions(k, ts)
-                spark          groupBy(k, window(ts, '1 hour', '10 seconds'))
-  tumbling    'tumbling 1 minute', same input
-                windowagg      groupBy(k, windows(ts, 'tumbling 1 minute'))
-                spark          groupBy(k, window(ts, '1 minute'))
-                sort_floor     repartition(4, k).sortWithinPartitions(k, ts)
-  cumulative  'cumulative 1 hour up to 1 day' over several days
-                windowagg      groupBy(k, windows(ts, 'cumulative 1 hour up to 1 day'))
-                spark_union24  union over h = 1..24 of groupBy(k, window(ts, '1 day')) over rows with
-                               hour(ts) < h, labelled [day, day + h hours)
-                spark_hourly_running  hourly tumbling aggregates, then a running sum per (k, day)
-                               with OVER (ROWS UNBOUNDED PRECEDING): the two-step query a Spark
-                               expert would write (same windows when every hour has rows)
-  calendar    'calendar 1 month': monthly totals over 10 years (4M rows, 100 keys), session time zone UTC
-                windowagg      groupBy(k, windows(ts, 'calendar 1 month'))
-                windowagg_zone groupBy(k, windows(ts, 'calendar 1 month in ''America/New_York'''))
-                               (a zone with daylight saving: the cost of zone arithmetic)
-                spark_date_trunc  groupBy(k, date_trunc('month', ts)): the nearest built-in (batch only)
-                sort_floor     repartition(4, k).sortWithinPartitions(k, ts)
-  sliding     regression: bench/sliding_batch.py's windowagg cell at ~500 rows/window (its input
-              generator, 4M rows / 1000 keys in the full run, S = 53 s) and its shuffle+sort floor
-  sessions    regression: bench/sessions.py's batch cell (its generator, 4M rows / 1000 keys,
-              gap 30 s): windowagg SessionWindows vs Spark session_window
-
-Correctness, untimed, once per section: hopping and tumbling, windowagg's windows() result and the
-window_agg table (hopping) full-outer-joined with Spark window()'s on (k, start, end): a row
-mismatches when a side is missing, the counts differ, or sum/avg differ by more than 1e-9
-relative; cumulative, windowagg against the 24-query union the same way; calendar, windowagg's UTC
-months against date_trunc('month', ts) (end = start + 1 month), and the America/New_York months
-against date_trunc of the local time converted back to UTC, the same way.
-
-Per cell: one untimed warm-up run, then --reps timed runs, median (one timed run when the warm-up
-took over --long-run s); a run over --timeout s is cancelled and reported as "> timeout". Each run
-records wall time, own CPU (Python + driver JVM), the CPU other processes took (/proc) and the bytes
-its stages wrote to the shuffle (Spark's task metrics); runs where others took more than --contended
-cores are marked contended.
+Its sections, inputs, cells, checks and method are its page's: bench/aligned_batch_notes.md, rendered
+into docs/benchmarks-aligned.md.
 """
 from __future__ import annotations
 

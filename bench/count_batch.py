@@ -1,47 +1,10 @@
 #!/usr/bin/env python3
-"""Batch benchmark: windowagg's Storm-style count windows against Spark's ROWS frame.
+"""Batch benchmark: windowagg's Storm-style count windows (`count N rows tie break seq`, sliding every
+row) against Spark's ROWS frame, default and segment tree, at each window length N. The issue's
+target: windowagg's time at the longest N within 1.5x its time at the shortest.
 
-A count window of N rows sliding every row: per key, one window per row holding that row and the
-N - 1 rows before it in (ts, seq) order -- exactly what Spark computes with
-`OVER (PARTITION BY k ORDER BY ts, seq ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW)`. The issue's
-target: windowagg's time at N = 10,000 within 1.5x its time at N = 10 (a cost independent of the
-window length).
-
-One process, one SparkSession (local[2], 4 shuffle partitions, AQE coalescing off), one cached
-input, every result consumed with .write.format("noop"). windowagg is called through SQL only
-(`windows(ts, 'spec')` as a groupBy key), so the benchmark needs no Python classes. Cells, for each
-window length N (default 10, 1000, 10000), aggregates sum(v), count(1), avg(v):
-
-  windowagg          groupBy(k, windows(ts, 'count N rows tie break seq'))
-  over_rows_segtree  sum/count/avg(v) OVER (PARTITION BY k ORDER BY ts, seq
-                                            ROWS BETWEEN N-1 PRECEDING AND CURRENT ROW)
-                     with spark.sql.window.segmentTree.enabled=true (Spark's opt-in segment tree)
-  over_rows          the same with Spark's default frame (which re-aggregates every frame)
-and once per run (it does not depend on N):
-  sort_floor         repartition(4, k).sortWithinPartitions(k, ts, seq): the shuffle + sort any
-                     sort-based operator (windowagg's and Spark's window operators alike) pays
-
-Input: --rows rows over --keys keys (k int; rows per key equal), ts TIMESTAMP at millisecond
-resolution, each key's events about --step-ms apart, and a --dup-fraction of rows taking the time
-of the row before them (equal times per key, so the tie-break decides the order); seq long, unique
-and not in time order (id XOR a constant); v double, a multiple of 1/1024 in [0, 1000), so every
-sum of up to 2^24 values is exact in double whatever the summation order. Rows are shuffled, cached
-and counted before any timing.
-
-Correctness, untimed, once per length, on the keys k < --check-keys: windowagg's windows() result
-and its window_agg table, as multisets of (k, window start, window end, count, round(sum, 6)),
-against the OVER ROWS result (k, min(ts) over the frame, ts, count, round(sum, 6)), with exceptAll
-both ways; mismatches = rows only on one side + rows only on the other (must be 0). Also counted:
-the OVER frames that change when equal times are ordered by seq descending (the tie-break matters).
-
-Order: the floor, windowagg at every length, then the segment-tree frame, then the default frame
-(length by length). Per cell: one untimed warm-up run, then --reps timed runs, median (the warm-up
-is the one timed run when it took over --long-run s); a run over --timeout s is cancelled and
-reported as "> timeout". An OVER competitor that timed out at a length is not run again at longer
-lengths (its cost only grows with the length): it is reported as "> timeout" there too, marked
-"not run" (--no-skip-longer runs it anyway). Each run records wall time, own CPU (Python + driver
-JVM) and the CPU other processes took (/proc); runs where others took more than --contended cores
-are marked contended (†).
+Its input, cells, checks and method are its page's: bench/count_batch_notes.md, rendered into
+docs/benchmarks-count.md.
 """
 from __future__ import annotations
 

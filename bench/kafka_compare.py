@@ -1,39 +1,10 @@
 #!/usr/bin/env python3
 """windowagg against Kafka Streams: the same sliding and session windows on the same events, per core.
+The events come from the other streaming benchmarks' generators (bench/data.py); windowagg runs in
+Structured Streaming on one task thread, Kafka Streams in a TopologyTestDriver (bench/kafka-streams).
 
-The events are generated once, with the generators of the other streaming benchmarks (bench/data.py):
-
-  sliding   sliding_streaming.py's (sliding_stream_files): --events events over --keys keys (uniform at random),
-            --density events per second per key, in event-time order up to --jitter-ms of disorder
-            (below the grace, so no event is late); windows of --size s, grace --grace s
-  session   sessions.py's (session_files): per key, bursts of events 1 ms..5 s apart with a break longer than the
-            gap (data.SESSION_GAP_S = 30 s) after 1 in --mean-session events, in event-time order; inactivity
-            gap 30 s, grace --grace s
-
-Each set is written as --files Parquet files (windowagg's micro-batches) plus one last file holding a
-single far-future event (key -1, one day after the last event), and as one CSV file in the same arrival
-order for Kafka Streams (whose driver pipes the same far-future event after the last line). The far-future
-event moves event time past every window of the real keys, so both systems emit all of them.
-
-  windowagg      Structured Streaming at --master local[1] (one task thread) with
-                 --shuffle-partitions 1 (one state store partition, like the driver's one partition),
-                 RocksDB state store: the files read with maxFilesPerTrigger=1,
-                 groupBy(k, windowagg.window(ts, SlidingWindows.of(S).grace(G)  |
-                                                 SessionWindows.withInactivityGap(gap).grace(G),
-                                             emit="final")).agg(sum, count, max), append mode, noop sink.
-                 Events/s = events / the sum of the micro-batches' triggerExecution (query progress;
-                 bench/harness.py's run_stream, as in bench/sliding_streaming.py).
-  Kafka Streams  bench/kafka-streams (Maven, kafka-streams and kafka-streams-test-utils 4.3.1): a
-                 TopologyTestDriver (one thread) with groupByKey().windowedBy(SlidingWindows.
-                 ofTimeDifferenceAndGrace(S, G) | SessionWindows.ofInactivityGapAndGrace(gap, G))
-                 .aggregate(count, sum, max).suppress(untilWindowCloses(unbounded())), with an in-memory
-                 or the default RocksDB store; one JVM per run (an in-process warm-up on the first
-                 --warmup-files files' events, at most --kafka-warmup-seconds, then the timed run).
-                 Events/s = events / wall time of piping them on the one thread.
-
-Per kind, the number of final windows of each system is printed next to the count expected from the
-events themselves (computed here from the CSV, by each system's definition: KIP-450 windows in Kafka's
-milliseconds and in windowagg's microseconds differ in one corner, explained in the page).
+Its inputs, the two systems' queries, how events/s are counted and the final windows' check are its
+page's: bench/kafka_compare_notes.md, rendered into docs/benchmarks-kafka.md.
 """
 from __future__ import annotations
 

@@ -1,55 +1,11 @@
 #!/usr/bin/env python3
 """End-to-end latency: windowagg in real-time and micro-batch mode, Spark's window() and Kafka Streams, on a
-real Kafka broker on loopback.
+real Kafka broker on loopback. The load and the measurement run in a JVM of their own (bench/kafka-streams,
+LoadAndMeasure); the Spark queries run one at a time in this process's session, Kafka Streams as a child JVM.
 
-Every run gets a fresh pair of topics (one partition each) on one broker (dev/kafka_broker.py) and one system
-under test reading the input topic and writing every window update to the output topic. The load and the
-measurement run in a JVM of their own (bench/kafka-streams, LoadAndMeasure):
-
-  load          a KafkaProducer (acks=1, linger.ms --linger-ms) writes, paced in 1 ms ticks, a rate rising
-                linearly from 0 to --rate in --warmup seconds, then --rate records per second for --duration
-                seconds: key k<i % --keys>, value
-                {"k": "k<i % keys>", "ts": <event time ms>, "sent": <wall clock ms at send>}, event time = send time
-  measure       a KafkaConsumer on the output topic, started before the load. Each output record carries the
-                largest `sent` of its window's rows, i.e. the row whose arrival caused the update; its latency is
-                the consumer's clock when it came in minus that. Counted: records whose `sent` is in the measured
-                --duration seconds after the --warmup. Before the load, probe records (one per 200 ms) until an
-                output reflects one: the system is up and has processed something
-  kept up       after the load, the time until an output reflects the last record sent (drain), and the median
-                latency of the measured period's last fifth against its first fifth (a backlog grows through a run)
-
-Systems under test (--variants), each a kind of window (--kinds) of --size s with --grace s, per key k,
-count(*) and max(sent), every changed window written to the output topic as JSON:
-
-  wa-rt         windowagg, window(ts, SlidingWindows.of(S).grace(G) | TimeWindows.of(S).grace(G), emit="updates"),
-                trigger(realTime=--rt-batch): rows are processed as they arrive in long-running tasks
-  wa-mb         the same query in micro-batches, Spark's default trigger (the next micro-batch as soon as one ends)
-  wa-mb100      the same, trigger(processingTime="100 milliseconds")
-  spark-rt      Spark's own withWatermark(ts, G).groupBy(k, window(ts, S)), update mode, real-time trigger
-                (tumbling only: Spark has no KIP-450 sliding windows)
-  spark-mb      the same in micro-batches, default trigger
-  kstreams      Kafka Streams (bench/kafka-streams, StreamsWindows): a real KafkaStreams instance on the same broker,
-                SlidingWindows.ofTimeDifferenceAndGrace(S, G) | TimeWindows.ofSizeAndGrace(S, G), aggregate,
-                record cache off (statestore.cache.max.bytes=0), commit.interval.ms --ks-commit-ms, producer
-                linger.ms --linger-ms, one stream thread, the default RocksDB store (--ks-store) with its changelog
-
-The Spark queries run one at a time in this process's session (--master local[3]: real-time mode needs a task
-thread per source partition and per shuffle partition at once; --shuffle-partitions 2; RocksDB state store);
-Kafka Streams runs as a child JVM. Nothing else runs in the session meanwhile (a real-time query needs all
-its task slots: another job makes its next batch fail).
-
-Rates: each of --rates, then (unless --no-search) the highest rate each variant sustains: doubling from the
-largest of --rates while it sustains (up to --search-max), or halving below it while it does not (down to
---search-min), each search run --search-duration s. A run sustains its rate when the producer reached 95% of it,
-p99 <= --max-p99-ms, the output kept up (drain <= max(--max-drain-ms, 2 x p99) and the last fifth's median
-<= max(2 x, +500 ms) the first fifth's) and nothing failed.
-
-CPU: between the measured period's start and end, the cores used by the system under test (this process and
-its JVM for Spark; the Kafka Streams JVM), the load JVM, the broker and all other processes (a run during which
-other processes took more than --contended cores is marked contended).
-
-Results: bench/results/latency-<tag>.json; a full run (or --docs DIR) renders DIR/benchmarks-latency.md and
-DIR/img/latency.png (DIR: docs/ by default) from bench/latency_notes.md. Re-render: --report JSON [--docs DIR].
+Its systems under test, load, rates, what sustaining a rate means and the CPU it reads are its page's:
+bench/latency_notes.md, rendered into docs/benchmarks-latency.md by a full run (under DIR with
+--docs DIR). Re-render: --report JSON [--docs DIR].
 """
 from __future__ import annotations
 

@@ -1,73 +1,16 @@
 #!/usr/bin/env python3
 """Nexmark q5, q7, q11 and cumulative: windowagg and Spark's built-ins in Structured Streaming against Apache Flink 2.3.
 
-The issue's report (docs/benchmarks-nexmark.md): events/s, CPU seconds per event and the micro-batch
-duration (the latency proxy) per query and engine, at parallelism 1 and 2 on this machine, plus the
-state size, by micro-batch size for windowagg and Spark; and the targets: windowagg's CPU per event,
-beyond Spark's fixed cost per micro-batch, at most 0.5x Flink's on q5, q7 and q11 at every micro-batch
-size, and events/s at least Flink's from the smallest micro-batch size where that holds. The cumulative
-query (no Spark built-in; no target in the issue) is compared with Flink the same way.
+Events/s, CPU seconds per event and the micro-batch duration per query and engine, at parallelism 1
+and 2, plus the state size, by micro-batch size for windowagg and Spark; the targets: windowagg's CPU
+per event, beyond Spark's fixed cost per micro-batch, at most 0.5x Flink's on q5, q7 and q11 at every
+micro-batch size, and events/s at least Flink's from the smallest size where that holds. Input:
+bench/nexmark/generator.py's bids; queries: bench/nexmark/queries.py (Spark) and flink_queries.py.
 
-Input (bench/nexmark/generator.py): --events Nexmark events (seed --seed) at --rate events per second of
-event time, in time order (no disorder), the last one 1 ms before a UTC midnight (so that a cumulative
-window, which lasts until its day's end, ends there); its bids (46 in 50 events) are the input of every engine:
-
-  Flink       ONE CSV file sorted by time (bench/nexmark/flink_queries.py reads several files in no
-              fixed order), watermark delay --flink-watermark-delay-ms (1 ms: ten bids share a millisecond
-              at 10,000 events/s, and at 0 Flink's periodic watermark can close a window between two bids
-              of its last millisecond, and drop the second as late: seen in the --quick runs)
-  Spark       for each micro-batch size N in --sizes: the bids as Parquet files of at most N bids each
-              (equal slices, in time order), read with maxFilesPerTrigger=1 (one file per micro-batch,
-              default trigger), withWatermark("ts", --watermark), plus a last file holding one flush bid
-              (auction and bidder -1, price 0, 3 days after the last bid) whose watermark makes every
-              window final; its rows are left out of the checks
-
-Queries (bench/nexmark/queries.py, the same ones differential.py finds equal across the engines):
-
-  q5    bids per auction in hopping windows of 10 s every 2 s (Nexmark q5's counting step, q5_counts)
-  q7    the highest price per tumbling 10 s window, no key
-  q11   bids per bidder in sessions with a 10 s gap
-  cumulative   bids per auction per UTC day, refreshed every 10 s (Flink's CUMULATE)
-
-  windowagg   TimeWindows.of(10 s).advanceBy(2 s) | TimeWindows.of(10 s) | SessionWindows |
-              CumulativeWindows.of(10 s, 1 day) (final emission)
-  spark       window(ts, 10 s, 2 s) | window(ts, 10 s) | session_window(ts, 10 s) | (none)
-  flink       HOP | TUMBLE | SESSION | CUMULATE window table functions (flink_queries.py), streaming mode
-
-Cells:
-  flink       per query x parallelism (--flink-parallelism) x state backend (--flink-backends): one
-              process each (flink_queries.py with .venv-flink's python; it starts the JVM, runs the query
-              --warmup-runs times over the warm-up bids, twice over an empty input, then over the bids).
-              Reported: the job's wall (job only), JVM start and the empty jobs separately; CPU s of the
-              whole Flink process tree during the job; events/s = events / job wall; CPU per event = (job
-              CPU - the warm empty job's CPU) / events; the JIT compilers' seconds during the job.
-  spark       per Spark session (local[2] with 2 shuffle partitions; with --p1 also local[1] with 1, for
-              the parallelism-1 cells of --p1-engines at --p1-sizes), per query, engine (windowagg, spark)
-              and size: harness.run_stream_with_progress (noop sink, append mode, fresh
-              checkpoint, until the trailing no-data micro-batch): events/s = events / sum of the
-              micro-batches' triggerExecution; CPU of this process tree (harness.ProcessTreeCpuMeter); the
-              micro-batches' median and p95 duration; the state (stateOperators numRowsTotal and
-              memoryUsedBytes, peak and after the last real file); the driver JVM's JIT seconds.
-  warm-up     before the cells, each query runs --warmup-runs times, untimed, over the first --warmup-bids
-              bids, in every engine alike (the Spark side once per query and engine in the local[2]
-              session; Flink in each cell's own JVM): the JVMs' just-in-time compilers otherwise spend a
-              large part of the first runs' CPU (up to half of it, every engine), which is not the
-              engines' cost per event.
-  fixed cost  per session, query and engine, after its cells: the same query over --fixed-files files of
-              --fixed-bids bids (+ the flush file), --fixed-rounds times (the engines' order alternating; the
-              median of each measure over the rounds). A thread samples the CPU every 50 ms; each micro-batch's
-              start and duration come from the query progress, so each micro-batch's CPU is read off.
-              Fixed CPU per micro-batch = the CPU from the third few-bid micro-batch's start to the last
-              one's end / their number; the first micro-batch's extra; the query's start and stop
-              (the run's CPU outside its micro-batches).
-  beyond      a cell's CPU per event beyond the fixed cost = (its CPU from its first micro-batch's start to
-              its last one's end - its micro-batches x the CPU per micro-batch fitted from the session's
-              cells: the slope of their CPU against their micro-batches, same events) / events; a session
-              with one size takes the few-bid measure (and the first one's extra) instead. The query's
-              start and stop are left out, as Flink's warm empty job is taken out of Flink's.
-  check       every Spark-side cell's output (observe(): rows, sum of num | max_price, sum of window_start
-              in seconds, the flush bid's rows left out) must equal Flink's output file's: a cell that
-              differs is marked FAILED, left out of the ratios, and the run exits 1.
+Its inputs, cells (Flink's, Spark's, warm-ups, fixed costs), the CPU beyond the fixed cost and the
+check of every cell's output against Flink's are its page's: bench/nexmark_bench_notes.md, rendered
+into docs/benchmarks-nexmark.md. A cell whose output differs from Flink's is marked FAILED and the run
+exits 1.
 """
 from __future__ import annotations
 

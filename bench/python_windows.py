@@ -4,34 +4,8 @@ JVM class (CustomWindows), for fiscal quarters. The issue's targets: PythonWindo
 at most 2x the time of the JVM FiscalQuarters kind on 4M rows, and the assignment step alone at
 least 5M rows/s per core.
 
-One process, one SparkSession (local[2], 4 shuffle partitions, AQE coalescing off, session time
-zone UTC), one cached events input (data.table_events over --days days, 3 years by default: about
-13 fiscal quarters), every result consumed with .write.format("noop"). Fiscal years start in
-February: quarters start on the 1st of February, May, August and November at 00:00. Cells
-(aggregates sum(v), count(1), avg(v) per key and quarter):
-
-  python_windows  events.groupBy("k", windowagg.window("ts", PythonWindows.of(fiscal_quarters,
-                  "92 days 1 hour", overlapping=False))).agg(...): fiscal_quarters (numpy, below)
-                  runs in Spark's Arrow Python workers before the shuffle; the JVM aggregates
-  jvm_custom      the same with CustomWindows.of("windowagg.examples.FiscalQuarters", firstMonth="2"),
-                  the JVM twin (the examples jar, --examples-jar, is added to spark.jars)
-  assign_only     events.select(<the listing column python_windows builds>): the assignment step
-                  alone, the Arrow UDF over every row and nothing else
-  arrow_floor     events.select(an Arrow UDF returning the listing's type with next to no work:
-                  each time's window [ts, ts]): Spark's Arrow round trip, the floor under assign_only
-  spark_builtin   what a Spark user writes without windowagg: groupBy(k, quarter start, quarter end)
-                  with the start from date arithmetic, add_months(trunc(add_months(to_date(ts), -1),
-                  'QUARTER'), 1), and the end 3 months later
-  scan_floor      events.select("ts"): reading the cached time column, the floor under arrow_floor
-
-Per cell: one warm-up, --reps timed runs, median (harness.measure). Own CPU here also counts the
-Python daemon and workers the driver JVM runs (ProcessTreeCpuMeter). Untimed, in this process on
-one core: fiscal_quarters alone, and the whole function the Arrow UDF runs per batch (times in,
-assign, Arrow list of windows out), over the same times in batches of
-spark.sql.execution.arrow.maxRecordsPerBatch rows: what the assignment costs without Spark's Arrow
-transfer. Correctness, untimed, after the timed cells: python_windows and spark_builtin each against
-jvm_custom (harness.compare_windows on all keys; mismatches must be 0), and every row in exactly one
-quarter (the counts sum to the rows).
+Its input, cells, checks and method are its page's: bench/python_windows_notes.md, rendered into
+docs/benchmarks-python-windows.md.
 """
 from __future__ import annotations
 

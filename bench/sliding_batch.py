@@ -1,24 +1,9 @@
 #!/usr/bin/env python3
-"""Batch benchmark: windowagg KIP-450 sliding windows against Spark's own ways of doing it.
+"""Batch benchmark: windowagg KIP-450 sliding windows against Spark's own ways of doing it (OVER RANGE,
+with and without the segment tree, and hopping window()), at each target number of rows per window.
 
-One process, one SparkSession, one cached input (bench/data.py's sliding_batch_input). For each point (a target number of rows per
-window) the window size S is chosen, and every competitor computes sum, count and max of `v`
-per key `k` over windows of size S on `ts`:
-
-  windowagg    groupBy(k, windowagg.window(ts, SlidingWindows.of(S)))  -- full KIP-450 window set
-  over_range   sum/count/max(v) OVER (PARTITION BY k ORDER BY ts
-                                      RANGE BETWEEN INTERVAL S PRECEDING AND CURRENT ROW)
-  over_segtree the same with spark.sql.window.segmentTree.enabled=true
-  hopping      groupBy(k, window(ts, S, '1 second'))                   -- Spark's hopping windows
-  sort_floor   repartition(4, k).sortWithinPartitions(k, ts)           -- shuffle + sort only
-
-Every result is consumed in full on the executors with the `noop` sink; nothing big comes back to
-the driver. Per (point, competitor): bench/harness.py's measure (one untimed warm-up run, then
---reps timed runs, median; one timed run when the warm-up took over --long-run s). A run that
-exceeds --timeout seconds is cancelled and reported as "timed out > N s"; that competitor is then
-not tried at larger S (its cost only grows with S). Each run also records the CPU seconds of this
-benchmark's processes and of all other processes on the machine (from /proc), so that runs which
-shared the 2 cores with someone else's work are visible. Cells run targets-first (see --order).
+Its input (bench/data.py's sliding_batch_input), cells, checks and method are its page's:
+bench/sliding_batch_notes.md, rendered into docs/benchmarks.md.
 """
 from __future__ import annotations
 

@@ -1,30 +1,11 @@
 #!/usr/bin/env python3
-"""Streaming benchmark: windowagg sliding windows against Spark's own windowed streaming aggregations.
+"""Streaming benchmark: windowagg sliding windows against Spark's own windowed streaming aggregations
+(tumbling and hopping window(); Storm's count windows with --competitors count,...), every competitor
+reading the same files (bench/data.py's sliding_stream_files) as the same micro-batches. With
+--profile, one more windowagg run is recorded with Java Flight Recorder.
 
-One process, one SparkSession (RocksDB state store for every query). The input is generated once
-(bench/data.py's sliding_stream_files):
-`--rows` events over `--keys` keys, in event-time order with up to `--jitter-ms` of disorder,
-written as `--batches` Parquet files of equal size (arrival order). Each competitor reads the same
-files as a stream with maxFilesPerTrigger=1 (one file per micro-batch, default trigger, so the same
-micro-batches for all), with `withWatermark("ts", grace)`, and computes sum, count and max of `v`
-per key `k` over windows of size S, in append mode, into the `noop` sink:
-
-  windowagg  groupBy(k, windowagg.window(ts, SlidingWindows.of(S), emit=final))  -- KIP-450 windows
-  tumbling   groupBy(k, window(ts, S))                                             -- Spark, tumbling
-  hopping    groupBy(k, window(ts, S, S/10))                                       -- Spark, hopping
-  count      groupBy(k, windowagg.window(ts, CountWindows.of(N).slide(M)))  -- Storm's count windows
-             (opt-in: --competitors count,...; N = --count-length, M = --count-slide)
-
-Per run: events per second = events / the sum of the micro-batches' `triggerExecution` durations
-(query progress; no-data batches included), and per micro-batch the state rows
-(`stateOperators[].numRowsTotal`), state memory, output rows and duration. Every competitor first
-runs untimed on the first `--warmup-batches` files, then `--warmup-runs` times over all files (JIT
-warm-up); then `--reps` timed runs each, interleaved, the median reported. Before each timed run
-the harness waits for the machine to be quiet and records the CPU other processes took during the
-run (from /proc); runs above `--contended` cores are marked.
-
-With `--profile`, one more windowagg run is recorded with Java Flight Recorder (jcmd on the driver
-JVM; local mode runs the tasks there) and the hottest frames of the executor threads are summed up.
+Its input, competitors, runs and method are its page's: bench/sliding_streaming_notes.md, rendered
+into docs/benchmarks-streaming.md.
 """
 from __future__ import annotations
 

@@ -1,37 +1,12 @@
 #!/usr/bin/env python3
 """Streaming state benchmark (issue 52): read_state against Spark's state reader, and the upgrade's cost.
+One streaming query's checkpoint is written twice by child processes (this script with
+--write-checkpoint) over the same files: by windowagg 0.3.0 (built from its commit in a git worktree,
+as dev/make-state-fixtures builds it) and by this checkout's jar. Part 1 reads this checkout's
+checkpoint both ways; part 2 restarts both on this checkout's jar, upgraded against native.
 
-One streaming query over `--keys` keys, each key one row per micro-batch (one minute of event time per
-micro-batch, in random order within it): `groupBy("k", windowagg.window("ts", SlidingWindows.of(S),
-emit="final")).agg(sum(v), count(1))` with `withWatermark("ts", D)`, files read one per micro-batch.
-Its checkpoint is written twice, each by a child process (this script with --write-checkpoint) over
-the same `--fill-batches` files: once with windowagg 0.3.0 (built from its commit in a git worktree,
-as dev/make-state-fixtures builds it: `build/sbt spark/package`, the child run with that release's
-Python package on PYTHONPATH and its jar as WINDOWAGG_JAR, on the same .venv's PySpark), grouped by
-key; once with this checkout's jar, grouped by state partition. The children write the windows the
-query emits to Parquet (the file sink), for the check below.
-
-Part 1, read (the checkpoint this checkout wrote):
-  read_state     windowagg.read_state(spark, checkpoint), written to the noop sink (built and run: the
-                 timer starts before the DataFrame is made, since read_state reads the checkpoint's
-                 record and metadata when it is analyzed)
-  state reader   each state variable of the operator (listed by Spark's `state-metadata` source)
-                 read with `format("statestore")` and written to noop, one after the other; summed
-  One untimed run of each, then --reps timed runs, alternating which goes first; medians. Untimed: the
-  rows read_state returns against the open windows computed independently, a batch aggregation of the
-  same windows over the rows fed so far minus the windows the query emitted (a full outer join on key,
-  start and end; counts and sums compared exactly: `v` is a multiple of 1/1024). Asserted.
-
-Part 2, upgrade (both checkpoints, restarted in this session on this checkout's jar): each is restored
-from a pristine copy and restarted over the same `--restart-batches` files, whose rows touch every
-key, so that the 0.3.0 checkpoint converts every key in its first micro-batch; the query runs until
-every file is read and its trailing micro-batch without data is done, into the noop sink. Per
-micro-batch: `durationMs` (triggerExecution and its parts) from the query's progress, the CPU of
-this benchmark's processes between two progress reports, state rows, watermark. `--warmup-runs`
-untimed sequences of each checkpoint first, then --reps timed ones, alternating which goes first.
-Reported: the first micro-batch after the restart and the later ones, upgraded (0.3.0's checkpoint)
-against native (this checkout's), and their ratios; rows per micro-batch and watermarks are checked
-to be identical in both.
+Its query, input, parts, checks and method are its page's: bench/state_upgrade_notes.md, rendered
+into docs/benchmarks-state.md.
 """
 from __future__ import annotations
 

@@ -2,64 +2,13 @@
 """Batch benchmark: windowagg's TableWindows (windows given as data, one [start, end) per row of a
 table) against what a Spark user writes today, the range join followed by a GROUP BY; with
 --per-key, each row is a window of the key it names only, and the range join is on the key too.
+The issue's targets: at least 10x faster than the range join at the headline size, and flat in the
+number of windows.
 
-Global windows (bench/run table-windows): W periods (--windows, default 100, 1000, 10000), the same
-for every key, random starts over one year and random lengths from 1 hour to 30 days (log-uniform),
-overlapping, nesting, with times in none of them; spark.range(W) in one partition with one seed, so
-the first 100 periods of W = 1,000 are those of W = 100. The issue's target: TableWindows at least
-10x faster than the range join at 4M events and 10,000 windows, and flat in the number of windows.
-
-Per-key windows (bench/run table-windows-per-key, --per-key): P periods per key (--periods, default
-5, 20, 80), starts and lengths drawn as above, period j of key k from a hash of (seed, k, j), so the
-periods of a smaller P are among those of a larger one. The issue's target: at least 10x faster than
-the range join on the key at 4M events, 1,000 keys x 20 periods, and flat in the number of windows.
-
-One process, one SparkSession (local[2], 4 shuffle partitions, AQE coalescing off), one cached
-events input (data.table_events) and one cached periods table per size (W or P), every result
-consumed with .write.format("noop"). Cells, for each size, aggregates sum(v), count(1), avg(v):
-
-  windowagg      SELECT k, window.start, window.end, sum(v), count(1), avg(v)
-                 FROM events GROUP BY k, windows(ts, 'table periods_W')       (per key: 'table key_periods_P keys k')
-  range_join     SELECT e.k, p.start, p.end, sum(e.v), count(1), avg(e.v)
-                 FROM events e JOIN periods_W p ON e.ts >= p.start AND e.ts < p.end
-                 GROUP BY e.k, p.start, p.end                                  (per key: ON e.k = p.k AND ...)
-                 (Spark's default plan: a BroadcastNestedLoopJoin testing every (event, period)
-                 pair; per key a BroadcastHashJoin on k testing each event against its key's periods)
-and at the headline size only (the largest W; P = 20, else the middle P):
-  windowagg_df   events.groupBy("k", windowagg.window("ts", TableWindows.of(periods_df[, keys=["k"]]))).agg(...)
-                 (the Python API: the DataFrame becomes a temporary view the definition names)
-
-Input: --rows events over --keys keys (k int, rows per key equal), ts TIMESTAMP uniform over --days
-days at millisecond resolution, v double, a multiple of 1/1024 in [0, 1000) (every sum here is exact
-in double whatever the summation order, so sums must match exactly). Periods: duplicates dropped.
-Events are shuffled, cached and counted before any timing.
-
-Untimed, once per size ("describe"): the windows' lengths, the events in no window (of their key),
-and from windowagg's result on all keys the result rows and the (event, window) pairs (sum of the
-counts): the rows the range join builds before it aggregates; globally also the share of the year
-the windows cover, per key the (event, period) pairs the join tests.
-
-Correctness, untimed, once per size, after the timed cells: harness.compare_windows(windowagg, range
-join), on (k, start, end); a row mismatches when one side lacks it, the counts or the sums differ
-(exactly), or the averages differ by more than 1e-12 relative. On all keys when the range join's
-timed cell finished, else on the keys k < --check-keys (the join's side is what is slow). At the
-headline size the Python-API result is checked the same way.
-
-Order: windowagg at every size (smallest first), windowagg_df, then the range join at every size.
-Per cell: one untimed warm-up run, then --reps timed runs, median (the warm-up is the one timed run
-when it took over --long-run s); a run over --timeout s (900) is cancelled and reported as
-"> timeout", and the range join is then not run at larger sizes (reported "> timeout (not run)": its
-cost only grows with the windows) unless --no-skip-longer. Each run records wall time, own CPU
-(Python + driver JVM), the CPU other processes took (/proc), the bytes its stages wrote to the
-shuffle, and the time spent building the query (analysis: for windowagg, reading the windows table),
-which happens before the timer starts; runs where others took more than --contended cores are marked.
-
-The pages, docs/benchmarks-table-windows.md and docs/benchmarks-table-windows-per-key.md: all of
-their prose is bench/table_windows_notes.md and bench/table_windows_per_key_notes.md, templates
-with {{placeholders}} that render_global and render_per_key fill with the numbers and tables of a
-results file (report.render_page); the plots are docs/img/table_windows.png and
-docs/img/table_windows_per_key.png. --report renders the page of the results file's own variant
-(its "benchmark" field), with or without --per-key.
+Its inputs, cells, checks and method are its pages': bench/table_windows_notes.md and
+bench/table_windows_per_key_notes.md, rendered into docs/benchmarks-table-windows.md and
+docs/benchmarks-table-windows-per-key.md (render_global and render_per_key); --report renders the
+page of the results file's own variant (its "benchmark" field), with or without --per-key.
 """
 from __future__ import annotations
 
