@@ -1,25 +1,6 @@
-"""The one harness of every benchmark in bench/: what a benchmark file does not hold itself.
-
-  flags       parser (with --quick), add_session_args, add_contention_args, add_output_args: the flags
-              the benchmarks share (add_batch_args: a batch benchmark's, with them);
-              defaults(a, name=(full, quick)): sizes that depend on --quick; subset(): a checked list
-  session     windowagg_jar (the one jar of every benchmark), build_session (that jar as a private
-              copy, the extension, RocksDB state for streaming), start (session + the results'
-              header: git, args, config, machine), stop; the other engines' processes:
-              flink_process (PyFlink's virtualenv), maven_classpath (bench/kafka-streams)
-  metadata    machine_info, git_rev, jar_info, loadavg, conf_value, segment_tree_conf, plan_of
-  CPU         CpuMeter: CPU of this benchmark's processes and of all others, from /proc;
-              wait_quiet: wait for a quiet machine; CpuProfile + profile_samples: async-profiler in
-              the driver JVM around a run (every thread's CPU, native frames included), read back as
-              (thread, frames, count); FlightRecording + execution_samples: the same with JFR (Java
-              frames only)
-  batch       Runner (one query to the noop sink, cancelled at a timeout), measure (warm-up + reps +
-              median, contended runs marked and optionally retried), cache_input; protocol.py builds
-              the benchmarks' protocol on them
-  streaming   write_batches / link_subset (Parquet files read one per micro-batch), file_stream,
-              run_stream / run_stream_with_progress (one query until every file is read), state_quarters
-  results     results_path, write_json, write_csv / write_run_csvs (the runs and micro-batches as CSV);
-              compare_windows: two windowed results checked against each other
+"""The one harness of every benchmark in bench/: what a benchmark file does not hold itself (the shared
+flags, the session, the results' header, CPU accounting and profiles, batch cells, streaming runs,
+results files); bench/README.md lists its parts, and protocol.py builds the benchmarks' protocol on them.
 
 Nothing here runs at import time; nothing here imports pyspark at import time.
 """
