@@ -1,28 +1,10 @@
 #!/usr/bin/env python3
-"""Session-window benchmark: windowagg KIP-94 session windows against Spark's `session_window`.
+"""Session-window benchmark: windowagg KIP-94 session windows against Spark's `session_window`, in batch
+and in streaming, on data.py's session_events (bursts per key; gap 30 s). Both merge events at most
+the gap apart, so both get the same gap and find the same sessions.
 
-One process, one SparkSession (windowagg.session: extension + RocksDB state store), local[2].
-
-Input generator (bench/data.py's session_events, same for batch and streaming): key k's events form bursts. Each event's distance
-to the previous event of its key is, with probability 1/--mean-session (default 1/50), a "break"
-uniform in [gap + 1 s, 10 * gap] (gap = 30 s), else uniform in [1 ms, 5 s], in whole
-milliseconds; timestamps are the running sum per key. So sessions have a geometric number of
-rows, mean 50 (from 1 to a few hundred). windowagg and Spark both merge events at most the gap apart,
-so both get the same gap and find the same sessions.
-
-Batch: the input (--rows, default 4M, --keys 1000) is cached and shuffled; both competitors compute
-sum, count, max of v per (k, session) and write to the `noop` sink. One untimed warm-up each, then
---reps timed runs (interleaved), medians. Once, untimed: both session counts.
-
-Streaming: the first --stream-rows events (default 1M; --keys keys) in event-time order, written as
---files Parquet files; each competitor reads them with maxFilesPerTrigger=1, withWatermark(ts,
---watermark), append mode, noop sink. Events/s = events / sum(triggerExecution); state rows per
-micro-batch = sum of stateOperators[].numRowsTotal, state bytes = RocksDB's SST files. One warm-up
-on the first few files and --warmup-runs untimed runs over all of them (the JIT is still compiling
-for seconds in a JVM's first runs), then --stream-reps timed runs each, interleaved.
-
-/proc/loadavg and the CPU other processes used (from /proc/stat) are recorded around every run.
-Results: bench/results/sessions-<tag>.json, sessions-<tag>.csv, sessions-<tag>-batches.csv.
+Its input, batch and streaming runs are described in bench/README.md ('sessions.py'). Results:
+bench/results/sessions-<tag>.json, sessions-<tag>.csv, sessions-<tag>-batches.csv.
 docs/benchmarks-sessions.md is written by hand from them; --report draws its plot
 (docs/img/sessions_<tag>.png: batch times per run and median, streaming state rows per micro-batch)
 and prints its tables.

@@ -1,26 +1,12 @@
 #!/usr/bin/env python3
 """Small micro-batches over many open keys: what a micro-batch costs as the state grows (issue 57).
+For each number of open keys, a first file opens them all, then small files of new keys move the
+watermark; sessions against Spark's session_window, tumbling windows against window(). Spark's
+operators find what to close by reading their whole state; windowagg by its keys' timers.
 
-One process, one SparkSession (windowagg.session: extension + RocksDB state store), local[2].
-
-For each number of open keys K (--open-keys, default 20k, 200k and 1M) and each kind, a first file
-opens K keys at once: key i has one row at i * 10 h / K into a 10-hour span from a day's start, so
-each holds an open window. Then --small-batches files of --batch-rows rows of keys not seen before (default 8 of 500),
-each 10 s after the one before, move the watermark (0 s delay) 10 s at a time. Kinds:
-- sessions, gap 10 hours: windowagg SessionWindows against Spark's session_window; each small
-  micro-batch closes the sessions of about K / 3,600 keys;
-- tumbling, 1 day: windowagg TimeWindows against Spark's window(); every key's window is the same
-  day's, which the small micro-batches do not close.
-Both competitors compute count and sum of v into the noop sink, append mode, one file per
-micro-batch. Per kind, before the first K's runs, --warmups unrecorded runs of each competitor. Per
-competitor, kind and K: --rounds runs, alternating which competitor goes first;
-per run the median triggerExecution of the small micro-batches, their query planning, and the time
-the state operator spent on timers (windowagg: customMetrics.timerProcessingTimeMs, summed over the
-state partitions). Spark's session_window and window() find what to close by reading their whole
-state; windowagg by its keys' timers.
-
-Results: bench/results/small_batches-<tag>.json; --report draws docs/img/small_batches_<tag>.png and
-prints the tables of docs/benchmarks-small-batches.md, which is written by hand around them.
+Its input, kinds and runs are described in bench/README.md ('small_batches.py'). Results:
+bench/results/small_batches-<tag>.json; --report draws docs/img/small_batches_<tag>.png and prints
+the tables of docs/benchmarks-small-batches.md, which is written by hand around them.
 """
 from __future__ import annotations
 
