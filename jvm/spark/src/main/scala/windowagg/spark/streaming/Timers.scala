@@ -36,7 +36,7 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
   var idleAt: Option[Long] = None
 
-  /** As each of Spark's calls starts: reads where Spark's timer is, and has the partition's keys filed by time. */
+  /** As each of Spark's calls starts: reads where Spark's timer is, and writes what the call before filed. */
   def start(): Unit = {
     registered = Option(entries.get(partitionTimer)).map(longOf)
     swept = null
