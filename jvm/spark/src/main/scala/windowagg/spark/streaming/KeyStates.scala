@@ -90,8 +90,9 @@ private[spark] object KeyStates {
  * Spark builds the encoders and generated code of every state variable a processor declares, in
  * every task of every micro-batch, so the state is one variable (with the filing's bucket sizes,
  * which a sweep may read whole: [[Timers]]), not one per thing kept. An entry's bytes are the
- * variable's name, then what follows it ([[StateEntries.Part]]): a key's value (the key's bytes), a
- * key's map entry (its number, 8 bytes, then the key's bytes) or the group's own (any bytes).
+ * variable's name, a byte saying what follows ([[StateEntries.Part]]), then a key's value's key (the
+ * key's bytes), a key's map entry (its number, 8 bytes, then the key's bytes) or the group's own
+ * entry (any bytes).
  */
 private[spark] final class StateEntries(handle: StatefulProcessorHandle) {
   import StateEntries._
