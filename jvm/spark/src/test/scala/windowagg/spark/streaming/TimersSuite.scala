@@ -14,10 +14,9 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * The timers of a state partition against a plain map of each key's timer, with Spark's timer
  * played as Spark plays it (it fires once the time reaches it, and is gone once fired): whatever
  * the order of moves (earlier, later, across time buckets, gone), of keys forgotten, of restarts,
- * every key is given by a
- * sweep exactly when its timer is due, once, and Spark's timer is never later than the earliest key's
- * (checked after every step). Where Spark's timer was near now, a sweep looks the filing's buckets up
- * one by one instead of reading them all.
+ * every key is given by a sweep exactly when its timer is due, once, and Spark's timer is never
+ * later than the earliest key's (checked after every step). Where Spark's timer was near now, a
+ * sweep looks the filing's buckets up one by one instead of reading them all.
  */
 class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import TimersSuite._
