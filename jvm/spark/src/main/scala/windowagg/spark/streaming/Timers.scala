@@ -30,7 +30,9 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   // grouped by key, the group's one key is the only one to look at
   private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, entries, keyTimers, keysPerSlot)) else None
   private var registered: Option[Long] = None
-  // the key the sweep gave last: its timer is gone, whatever the kind kept
+  // the key the sweep gave last: its entry still holds the timer that fell due, until the kind moves
+  // its timer (one write where a delete first cost another, each read first by Spark's store) or
+  // forgets the key, or else until the next key swept or the call's end (`settle`)
   private var swept: Array[Byte] = _
 
   /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
@@ -43,9 +45,12 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
     dueKeys.foreach(_.start())
   }
 
-  /** `output`, the output of one of Spark's calls, then, once it is read, what the call filed is written. */
+  /**
+   * `output`, the output of one of Spark's calls, then, once it is read, what the call filed is
+   * written and the last key swept settled.
+   */
   def finishing(output: Iterator[Array[Byte]]): Iterator[Array[Byte]] =
-    dueKeys.fold(output)(index => output ++ { index.flush(); Iterator.empty })
+    output ++ { settle(); dueKeys.foreach(_.flush()); Iterator.empty }
 
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   def expiryMs(last: Long): Long = Math.floorDiv(last, ticksPerMilli) + 1
@@ -60,17 +65,38 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
    */
   def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
     val target = (wanted ++ idleAt).minOption
-    val from = if (swept != null && java.util.Arrays.equals(swept, states.current)) { swept = null; None } else current
-    if (target != from) {
+    if (takeSwept()) {
+      // whatever the kind kept, the entry holds the timer that fell due and the sweep unfiled the key
       target match {
-        case Some(ms) =>
-          keyTimers.update(states.current, ms)
-          dueKeys.foreach(_.moved(states.current, from, ms))
-          wakeBy(ms)
+        case Some(ms) => set(ms, None)
+        case None => keyTimers.remove(states.current)
+      }
+    } else if (target != current) {
+      target match {
+        case Some(ms) => set(ms, current)
         case None => keyTimers.remove(states.current)
       }
     }
     target
+  }
+
+  private def set(ms: Long, from: Option[Long]): Unit = {
+    keyTimers.update(states.current, ms)
+    dueKeys.foreach(_.moved(states.current, from, ms))
+    wakeBy(ms)
+  }
+
+  /** Whether the current key is the one the sweep gave last, which it then no longer is. */
+  private def takeSwept(): Boolean = {
+    val current = swept != null && java.util.Arrays.equals(swept, states.current)
+    if (current) swept = null
+    current
+  }
+
+  /** The key swept last, if its kind neither moved its timer nor forgot it, has no timer any more. */
+  private def settle(): Unit = if (swept != null) {
+    keyTimers.remove(swept)
+    swept = null
   }
 
   /**
@@ -84,12 +110,16 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   }
 
   /** The current key has no timer any more (its state is gone). */
-  def forget(): Unit = keyTimers.remove(states.current)
+  def forget(): Unit = {
+    takeSwept()
+    keyTimers.remove(states.current)
+  }
 
   /**
    * Spark's timer has fired (Spark deletes it once the call's output is read): the keys whose timers
    * are due at `nowMs`, each one's timer gone as it comes (the kind sets it again if it still wants
-   * one), with Spark's timer set again no later than the earliest of the others'.
+   * one, which writes over the entry the sweep left), with Spark's timer set again no later than the
+   * earliest of the others'.
    */
   def sweep(nowMs: Long): Iterator[Array[Byte]] = {
     val (due, next) = dueKeys match {
@@ -100,7 +130,7 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
     entries.remove(partitionTimer)
     next.foreach(wakeBy)
     due.iterator.map { key =>
-      keyTimers.remove(key)
+      settle()
       swept = key
       key
     }

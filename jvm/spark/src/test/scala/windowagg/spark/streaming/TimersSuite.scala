@@ -36,7 +36,8 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       4 -> Gen.frequency(3 -> Gen.choose(0L, 20000L), 1 -> Gen.choose(0L, 6 * Timers.BucketMs),
         1 -> Gen.choose(0L, 2L * Timers.BucketsLookedUp * Timers.BucketMs)).map(Advance(_)),
       1 -> Gen.const(Restart),
-      2 -> Gen.frequency(3 -> Gen.choose(-1000L, 2 * Timers.BucketMs), 1 -> Gen.const(-1000L)).map(AfterDue(_)))
+      2 -> Gen.frequency(3 -> Gen.choose(-1000L, 2 * Timers.BucketMs), 1 -> Gen.const(-1000L),
+        1 -> Gen.const(AfterDue.Untouched)).map(AfterDue(_)))
     Gen.listOfN(120, step)
   }
 
@@ -115,13 +116,16 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
             timers.start()
             val due = model.filter(_._2 <= now).keySet.toSet
             val bucketsRead = handle.iterations(Timers.DueBuckets)
-            val swept = timers.sweep(now).map { bytes =>
+            // as the processor does: the sweep's keys are the call's output, after which the call is finished
+            val swept = timers.finishing(timers.sweep(now).map { bytes =>
               val k = bytes(1).toInt
               model.remove(k)
-              // the kind moves its timer from what it kept: later, nowhere, or where it was (already due)
-              moveTo(k, if (afterDue > 0) Some(now + afterDue) else if (afterDue < -500) None else kept.get(k))
-              k
-            }.toList
+              // the kind moves its timer from what it kept: later, nowhere, or where it was (already due);
+              // or it leaves the timer alone, knowing that the one it kept is gone
+              if (afterDue == AfterDue.Untouched) kept.remove(k)
+              else moveTo(k, if (afterDue > 0) Some(now + afterDue) else if (afterDue < -500) None else kept.get(k))
+              bytes
+            }).map(_(1).toInt).toList
             assert(swept.sorted == due.toList.sorted, s"at $now swept $swept, due $due")
             // near where Spark's timer was, the sweep looks the buckets up instead of reading them all
             if (Math.floorDiv(now, Timers.BucketMs) - Math.floorDiv(fired.min, Timers.BucketMs) < Timers.BucketsLookedUp) {
@@ -130,6 +134,9 @@ class TimersSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
           }
       }
       checkSparkTimer()
+      // each key's timer entry is the model's: none left behind by a sweep
+      val entries = new Timers.KeyTimers(states.entries).all.map { case (key, at) => key(1).toInt -> at }.toMap
+      assert(entries == model.toMap, s"after $step the keys' timer entries are $entries, not $model")
     }
     model
   }
@@ -144,6 +151,10 @@ object TimersSuite {
   case object Restart extends Step
   // how far after a due key's sweep its kind sets its timer again: none when far below zero, where it was when near
   final case class AfterDue(ahead: Long) extends Step
+  object AfterDue {
+    // the kind does not move its timer at all
+    val Untouched: Long = Long.MinValue
+  }
 
   /** Keys of state compared by value, as the state store compares their bytes. */
   private def same(k: Any): Any = k match {
