@@ -42,7 +42,7 @@ UPGRADED_KINDS = ("sliding", "session", "count")
 # wrote "partials by time" 2 (blocks of partials), "sessions" 2 (one entry per key) and "rows" 1,
 # each kept in variables of the key's own group; 0.1.0 and 0.2.0 wrote version 1 of each. This
 # release keeps each key's state in entries of one state map, grouped by state partition
-# ("partials by time" 6, "sessions" 4, "rows" 3); a checkpoint of the previous release stays grouped
+# ("partials by time" 7, "sessions" 5, "rows" 4); a checkpoint of the previous release stays grouped
 # by key and converts each key's state the first time it is read. Older versions are refused.
 LAYOUTS = {
     **{kind: "partials by time" for kind in ("sliding", "tumbling", "hopping", "cumulative", "calendar", "unlimited", "custom", "table")},
@@ -55,7 +55,7 @@ LAYOUTS = {
     "duration-early": "rows",
     "count-early": "rows",
 }
-CURRENT = {"partials by time": 6, "listed partials by time": 4, "sessions": 4, "rows": 3}
+CURRENT = {"partials by time": 7, "listed partials by time": 5, "sessions": 5, "rows": 4}
 CONVERTS = {"partials by time": 2, "sessions": 2, "rows": 1}
 
 # kind: (the definition, from a windowagg module; emission)

@@ -33,12 +33,12 @@ import windowagg.spark.common.{AggregateBeforeShuffle, Emission, Engine, NotWind
 private[spark] object CountedRows extends StreamingKind {
   /**
    * Version 1 (0.2.0, 0.3.0) kept a key's rows and positions in variables of the key's own group,
-   * with a timer of Spark's per key, and converts to this one ([[PreviousLayouts.Rows1]]); version 3
-   * keeps them in entries of the key's in the processor's one state map ([[StateEntries]], `Timers`),
-   * the waiting rows as one entry and the positions and times as another; version 2 was a build of
-   * 0.4.0 never released.
+   * with a timer of Spark's per key, and converts to this one ([[PreviousLayouts.Rows1]]); version 4
+   * keeps them in entries of the key's in the processor's one state map ([[StateEntries]]), the
+   * waiting rows as one entry and the positions, times and the key's timer as another (`Timers`
+   * files the key by it); versions 2 and 3 were builds of 0.4.0 never released.
    */
-  override val layout: StateLayout = StateLayout("rows", 3)
+  override val layout: StateLayout = StateLayout("rows", 4)
 
   override def combine(spec: StreamingWindowSpec, mode: AggregateBeforeShuffle.Mode): Combine =
     Combine.none("Storm's windows are cut at rows")
@@ -209,6 +209,7 @@ private[spark] object CountedRows extends StreamingKind {
 
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       val progress = readProgress()
+      if (!timers.due(progress.timer)) return
       progress.timerMs = NoValue // the fired timer is gone
       val nextEnd = settle(progress, watermark, out)
       val fireAt = out.fire(watermark, Array.emptyLongArray, openWindows(progress, watermark))

@@ -25,8 +25,8 @@ import windowagg.spark.common.{Emission, EmissionTrigger, KeyValue, NotWindowed,
  *
  * Spark groups the rows by state partition ([[KeyBucket]]), not by key: a call takes a partition's
  * rows, each key's together (sorted by key before; in real-time mode, runs of a key as they come),
- * and the kinds keep their state per key in `KeyStates` and their timers in `Timers`, so that
- * Spark keeps one timer per partition instead of one per key. A checkpoint of the previous release
+ * and the kinds keep their state per key in `KeyStates`, each key's timer in it, filed by `Timers`,
+ * so that Spark keeps one timer per partition instead of one per key. A checkpoint of the previous release
  * stays grouped by key ([[StateKeying.ByKey]]): a call then takes one key's rows, and a key's state
  * in the previous layout is converted before the key is read (`PreviousLayouts`).
  */
@@ -164,7 +164,7 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
     emitter.finish()
   }
 
-  /** The partition's timer: every key whose own timer is due (`Timers.sweep`). */
+  /** The partition's timer: every key that may be due (`Timers.sweep`), its kind looking whether it is. */
   override def handleExpiredTimer(group: Row, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo): Iterator[Array[Byte]] = {
     val watermark = watermarkTicks(timerValues)
     if (spec.keying == StateKeying.ByKey) converted(group)
@@ -197,7 +197,6 @@ final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends Stateful
       logic.expire(keyRow, watermark, emitter)
       emitter.forget()
       latestRow.clear()
-      timers.forget()
       latestSeen = None
       timers.idleAt = None
       true

@@ -125,16 +125,17 @@ private[spark] object PartialsByTime {
    * Version 1 (0.1.0, 0.2.0) kept one state entry per partial time and separate `finalBefore` and
    * timer entries; version 2 (0.3.0) kept a key's progress (no pending rows) and its blocks (every
    * one in the map) in variables of the key's own group, with a timer of Spark's per key, and
-   * converts to this one ([[PreviousLayouts.PartialsByTime2]]); versions 3 to 5 were builds of
-   * 0.4.0 never released; version 6 keeps a key's state in entries of the processor's one state
-   * map ([[StateEntries]], `Timers`).
+   * converts to this one ([[PreviousLayouts.PartialsByTime2]]); versions 3 to 6 were builds of
+   * 0.4.0 never released; version 7 keeps a key's state in entries of the processor's one state
+   * map ([[StateEntries]]), its timer in its progress and nowhere else (`Timers` files the key by it).
    */
-  private val TimesLayout = StateLayout("partials by time", 6)
+  private val TimesLayout = StateLayout("partials by time", 7)
   /**
-   * The blocks of "partials by time" with each partial's windows; versions 1 to 3 were builds of
-   * 0.4.0 never released, version 4 keeps a key's state in entries of the processor's one state map.
+   * The blocks of "partials by time" with each partial's windows; versions 1 to 4 were builds of
+   * 0.4.0 never released, version 5 keeps a key's state in entries of the processor's one state map,
+   * its timer in its progress.
    */
-  private val ListedLayout = StateLayout("listed partials by time", 4)
+  private val ListedLayout = StateLayout("listed partials by time", 5)
   val ProgressVariable = "progress"
   val BlocksVariable = "blocks"
   // the two kinds come after the layouts they read: an object's fields are set in order
@@ -302,6 +303,7 @@ private[spark] object PartialsByTime {
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       forKey(key)
       val progress = readProgress()
+      if (!timers.due(progress.timer)) return
       val blocks = new PartialBlocks(blockState, progress.blockStarts, progress.inline, aggregates, listed)
       val nextEnd = finalizeUpTo(watermark, progress, blocks, out)
       progress.timerMs = Progress.NoTimer // the fired timer is gone

@@ -42,11 +42,12 @@ private[spark] object Sessions extends StreamingKind {
   /**
    * Version 1 (0.1.0, 0.2.0) kept one state entry per open session and one for closedReach, and a
    * timer per session reach; version 2 (0.3.0) a key's sessions in a value of the key's own group,
-   * with a timer of Spark's per key; version 4 keeps them in an entry of the key's in the
-   * processor's one state map ([[StateEntries]], `Timers`), into which version 2's move unchanged
-   * ([[PreviousLayouts.Sessions2]]); version 3 was a build of 0.4.0 never released.
+   * with a timer of Spark's per key; version 5 keeps them in an entry of the key's in the
+   * processor's one state map ([[StateEntries]]), the key's timer with them (`Timers` files the key
+   * by it), into which version 2's move unchanged ([[PreviousLayouts.Sessions2]]); versions 3 and 4
+   * were builds of 0.4.0 never released.
    */
-  override val layout: StateLayout = StateLayout("sessions", 4)
+  override val layout: StateLayout = StateLayout("sessions", 5)
 
   override def retracts(windows: ResolvedWindows): Boolean = true
 
@@ -263,6 +264,7 @@ private[spark] object Sessions extends StreamingKind {
 
     override def onTimer(key: InternalRow, watermark: Long, out: Emitter): Unit = {
       val state = load()
+      if (!timers.due(state.timerMs)) return
       state.timerMs = None // the fired timer is gone
       val open = closeFinal(state, watermark, out)
       // With a fixed gap, a key with no open session keeps closedReach only while a record within it could be on time.

@@ -87,8 +87,9 @@ private[spark] object StreamingKind {
 /**
  * One task's processing of a kind's keys. Each call handles one key: its rows of a micro-batch
  * (the windows that became final first, then the rows, then the windows they changed), or its
- * timer; it reads the key's state, emits through `out`, and writes the state and the key's next
- * timer back.
+ * timer; it reads the key's state, emits through `out`, and writes the state back with the key's next
+ * timer in it, which [[Timers.move]] gives. A key the sweep gives may not be due: `onTimer` first
+ * asks [[Timers.due]] with the timer the key's state keeps, and does nothing more if it is not.
  */
 private[spark] trait KeyLogic {
   def onRows(key: InternalRow, rows: Iterator[Input], watermark: Long, out: Emitter): Unit
@@ -97,7 +98,7 @@ private[spark] trait KeyLogic {
   /**
    * Forgets an idle key (expireIdleKeys; only kinds that [[StreamingKind.keepsIdleKeys]]): settles it
    * up to `watermark` as a timer would, routes its rows that no window took as
-   * [[windowagg.spark.common.NotWindowed.Expired]] and clears its state; the processor deletes its timers.
+   * [[windowagg.spark.common.NotWindowed.Expired]] and clears its state, its timer with it.
    */
   def expire(key: InternalRow, watermark: Long, out: Emitter): Unit =
     throw new IllegalStateException(s"${getClass.getName} keeps no idle keys to expire")

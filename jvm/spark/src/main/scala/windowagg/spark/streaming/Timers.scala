@@ -13,27 +13,28 @@ import windowagg.spark.streaming.StateEntries._
  * The keys' timers of one group of transformWithState, in milliseconds (timers keep milliseconds).
  * Spark scopes timers to its grouping key, a state partition ([[KeyBucket]]) or, in a checkpoint of
  * the previous release, one key ([[StateKeying.ByKey]]): it keeps one timer, no later than the
- * earliest key's, and each key's timer is an entry of the key's ([[StateEntries]]). When Spark's
- * timer fires, [[sweep]] gives the keys that are due; grouped by partition (`indexed`), it finds
- * them by time (`DueKeys`), reading the keys due and not every key of the partition. A key's timer
- * moved later leaves Spark's where it is (it fires early, and the sweep sets it again), where a
- * timer per key in Spark cost its timer store a delete and an insert at every move. One per task,
- * shared by the processor and the kind: the processor sets, before the kind sees a key, the time
- * `idleAt` at which the key becomes idle (expireIdleKeys), and the kind's timer is never later.
+ * earliest key's. A key's timer is kept by its kind, in the key's own state, which it writes anyway
+ * whenever the timer moves: [[move]] returns it for the kind to keep. When Spark's timer fires,
+ * [[sweep]] gives the keys that may be due: grouped by partition (`indexed`), the keys filed by time
+ * (`DueKeys`) up to now, each filed no later than its timer; grouped by key, the group's key. A key
+ * whose timer moved later since it was filed, or went, is given too, and its kind, reading its state
+ * as it would for a due timer, asks [[due]] and finds nothing to do (the key is filed again where its
+ * timer is). So a timer moved later leaves Spark's timer and the key's filing where they are, and
+ * keeping a timer costs no state write of its own. One per task, shared by the processor and the
+ * kind: the processor sets, before the kind sees a key, the time `idleAt` at which the key becomes
+ * idle (expireIdleKeys), and the kind's timer is never later.
  */
 private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle: StatefulProcessorHandle, states: HandleKeyStates,
     keysPerSlot: Int = Timers.KeysPerSlot) {
   private val entries = states.entries
-  private val keyTimers = new Timers.KeyTimers(entries)
   // Spark's one timer, kept in state too, since Spark's timers can be listed only by scanning them
   private val partitionTimer = groupEntry(nameBytes(Timers.PartitionTimer), Array.emptyByteArray)
   // grouped by key, the group's one key is the only one to look at
-  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, entries, keyTimers, keysPerSlot)) else None
+  private val dueKeys: Option[DueKeys] = if (indexed) Some(new DueKeys(handle, entries, keysPerSlot)) else None
   private var registered: Option[Long] = None
-  // the key the sweep gave last: its entry still holds the timer that fell due, until the kind moves
-  // its timer (one write where a delete first cost another, each read first by Spark's store) or
-  // forgets the key, or else until the next key swept or the call's end (`settle`)
+  // the key the sweep gave last, no longer filed, and the time (ms) it was swept at
   private var swept: Array[Byte] = _
+  private var sweptAt = Long.MinValue
 
   /** The time (ms) the current key must be looked at whatever the kind wants, if any. */
   var idleAt: Option[Long] = None
@@ -45,12 +46,9 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
     dueKeys.foreach(_.start())
   }
 
-  /**
-   * `output`, the output of one of Spark's calls, then, once it is read, what the call filed is
-   * written and the last key swept settled.
-   */
+  /** `output`, the output of one of Spark's calls, then, once it is read, what the call filed is written. */
   def finishing(output: Iterator[Array[Byte]]): Iterator[Array[Byte]] =
-    output ++ { settle(); dueKeys.foreach(_.flush()); Iterator.empty }
+    dueKeys.fold(output)(index => output ++ { index.flush(); Iterator.empty })
 
   // A window whose last tick is `last` is final once the watermark (in ms) is past it.
   def expiryMs(last: Long): Long = Math.floorDiv(last, ticksPerMilli) + 1
@@ -59,32 +57,30 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
   def timerEnd(ms: Long): Long = (ms - 1) * ticksPerMilli
 
   /**
-   * Moves the current key's timer from `current` to `wanted` (milliseconds, or none), or to
-   * `idleAt` if that is earlier, writing it only when it changes; returns where it is, for the caller
-   * to keep with the key's state (a kind woken early finds nothing due yet).
+   * Moves the current key's timer from `current`, where its kind kept it, to `wanted` (milliseconds,
+   * or none), or to `idleAt` if that is earlier; returns where it is, for the kind to keep with the
+   * key's state. Only a timer moved earlier than the key is filed files it again (and wakes Spark's
+   * timer by then); a key the sweep gave is filed again wherever its timer is.
    */
   def move(current: Option[Long], wanted: Option[Long]): Option[Long] = {
     val target = (wanted ++ idleAt).minOption
-    if (takeSwept()) {
-      // whatever the kind kept, the entry holds the timer that fell due and the sweep unfiled the key
-      target match {
-        case Some(ms) => set(ms, None)
-        case None => keyTimers.remove(states.current)
-      }
-    } else if (target != current) {
-      target match {
-        case Some(ms) => set(ms, current)
-        case None => keyTimers.remove(states.current)
+    // the key is filed no later than `current`, unless the sweep gave it (then it is not filed)
+    val filedBy = if (takeSwept()) None else current
+    target.foreach { ms =>
+      if (filedBy.forall(ms < _)) {
+        dueKeys.foreach(_.file(states.current, ms))
+        wakeBy(ms)
       }
     }
     target
   }
 
-  private def set(ms: Long, from: Option[Long]): Unit = {
-    keyTimers.update(states.current, ms)
-    dueKeys.foreach(_.moved(states.current, from, ms))
-    wakeBy(ms)
-  }
+  /**
+   * For the key the sweep gave, with the timer its kind kept (`kept`): whether it is due. A key not
+   * due (its timer moved later after it was filed, or went) is filed again where its timer is, and
+   * its kind leaves its state as it is.
+   */
+  def due(kept: Option[Long]): Boolean = kept.exists(_ <= sweptAt) || { move(kept, kept); false }
 
   /** Whether the current key is the one the sweep gave last, which it then no longer is. */
   private def takeSwept(): Boolean = {
@@ -93,58 +89,30 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
     current
   }
 
-  /** The key swept last, if its kind neither moved its timer nor forgot it, has no timer any more. */
-  private def settle(): Unit = if (swept != null) {
-    keyTimers.remove(swept)
-    swept = null
-  }
-
   /**
    * The current key's state came from the previous release's layout with Spark's timer of its group
-   * (grouped by key) at `ms`: the key's timer is that one.
+   * (grouped by key) at `ms`, which its kind's state keeps: Spark's timer is that one.
    */
-  def adopt(ms: Option[Long]): Unit = ms.foreach { at =>
-    keyTimers.update(states.current, at)
-    dueKeys.foreach(_.moved(states.current, None, at))
-    entries.update(partitionTimer, longBytes(at))
-  }
-
-  /** The current key has no timer any more (its state is gone). */
-  def forget(): Unit = {
-    takeSwept()
-    keyTimers.remove(states.current)
-  }
+  def adopt(ms: Option[Long]): Unit = ms.foreach(at => entries.update(partitionTimer, longBytes(at)))
 
   /**
-   * Spark's timer has fired (Spark deletes it once the call's output is read): the keys whose timers
-   * are due at `nowMs`, each one's timer gone as it comes (the kind sets it again if it still wants
-   * one, which writes over the entry the sweep left), with Spark's timer set again no later than the
-   * earliest of the others'.
+   * Spark's timer has fired (Spark deletes it once the call's output is read): the keys that may be
+   * due at `nowMs` (each one's kind looks whether it is, [[due]], and moves its timer), with Spark's
+   * timer set again no later than the earliest key filed after them.
    */
   def sweep(nowMs: Long): Iterator[Array[Byte]] = {
     val (due, next) = dueKeys match {
       case Some(index) => index.sweep(nowMs, registered)
-      case None => scan(nowMs)
+      case None => (Seq(states.current), None)
     }
+    sweptAt = nowMs
     registered = None
     entries.remove(partitionTimer)
     next.foreach(wakeBy)
     due.iterator.map { key =>
-      settle()
       swept = key
       key
     }
-  }
-
-  /** The keys due at `nowMs` and the earliest timer of the others, read from every key's timer. */
-  private def scan(nowMs: Long): (Seq[Array[Byte]], Option[Long]) = {
-    val due = mutable.ArrayBuffer.empty[Array[Byte]]
-    var next: Option[Long] = None
-    keyTimers.all.foreach { case (key, at) =>
-      if (at <= nowMs) due += key
-      else if (next.forall(_ > at)) next = Some(at)
-    }
-    (due.toSeq, next)
   }
 
   /** Spark's timer no later than `ms`. */
@@ -157,30 +125,16 @@ private[spark] final class Timers(ticksPerMilli: Long, indexed: Boolean, handle:
 }
 
 private[spark] object Timers {
-  /** The timers' entries in the processor's state: each key's, and the one of Spark's per group. */
-  val KeyTimer = "timer"
+  /** Spark's timer of a group, an entry of the group's own in the processor's state. */
   val PartitionTimer = "partitionTimer"
 
   /**
-   * The partition's keys filed by when they are due (`DueKeys`): the lists of keys, entries of the
+   * The partition's keys filed by when they may be due (`DueKeys`): the lists of keys, entries of the
    * processor's state, and the buckets' sizes, a state variable of their own, read whole when the
    * watermark jumps far (`read_state` skips both).
    */
   val DueSlots = "dueKeys"
   val DueBuckets = "dueKeyBuckets"
-
-  /** Each key's timer (ms), an entry of the key's. */
-  final class KeyTimers(entries: StateEntries) {
-    private val name = nameBytes(KeyTimer)
-    def get(key: Array[Byte]): Option[Long] = Option(entries.get(keyValue(name, key))).map(longOf)
-    def update(key: Array[Byte], ms: Long): Unit = entries.update(keyValue(name, key), longBytes(ms))
-    def remove(key: Array[Byte]): Unit = entries.remove(keyValue(name, key))
-
-    /** Every key's timer in the group, read from all its entries: grouped by key, the key's own. */
-    def all: Iterator[(Array[Byte], Long)] = entries.iterator.collect {
-      case (Parsed(KeyTimer, KeyValuePart, _, key), ms) => (key, longOf(ms))
-    }
-  }
 
   /** The most keys a slot of the filing lists: a call filing more keys in a bucket writes several slots. */
   val KeysPerSlot: Int = 1024
@@ -200,24 +154,22 @@ private[spark] object Timers {
 }
 
 /**
- * A state partition's keys filed by when their timers are due, for a sweep to read the keys due,
- * not the partition's every key: the keys of a time bucket ([[Timers.BucketMs]]) are listed in
- * numbered slots of the bucket, which a sweep reads by point lookups. A call lists the keys it files
- * in a bucket in one slot (up to `keysPerSlot`, [[Timers.KeysPerSlot]]), written once the call's
- * output has been read, so that a micro-batch writes its keys' filing once per bucket, not once per
- * key. A key with a timer is filed in the bucket of its timer or an earlier one: a timer moved later
- * stays filed where it was, and the sweep that reaches that bucket files the key again where its
- * timer is then (as Spark's own timer, moved later, fires early and is set again). Nothing is
- * unfiled when a timer moves or goes: a sweep drops the keys whose timer is gone, or that repeat a
- * key it read in an earlier slot.
+ * A state partition's keys filed by when they may be due, for a sweep to read the keys due, not the
+ * partition's every key: a key is filed with a time no later than its timer, in the time bucket
+ * ([[Timers.BucketMs]]) of that time, in numbered slots of the bucket, which a sweep reads by point
+ * lookups. A call lists the keys it files in a bucket in one slot (up to `keysPerSlot`,
+ * [[Timers.KeysPerSlot]]), written once the call's output has been read, so that a micro-batch writes
+ * its keys' filing once per bucket, not once per key. Nothing is unfiled when a timer moves later or
+ * goes: the sweep that reaches the filing gives the key, whose kind files it again where its timer is
+ * then (as Spark's own timer, moved later, fires early and is set again), or finds it has none.
  */
-private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntries, keyTimers: Timers.KeyTimers, keysPerSlot: Int) {
+private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntries, keysPerSlot: Int) {
   import Timers.BucketMs
 
-  // a bucket's number of slots, by bucket (the timer's ms divided by the width)
+  // a bucket's number of slots, by bucket (the filed time's ms divided by the width)
   private val sizes: MapState[java.lang.Long, java.lang.Integer] =
     handle.getMapState[java.lang.Long, java.lang.Integer](Timers.DueBuckets, Encoders.LONG, Encoders.INT, TTLConfig.NONE)
-  // keys' bytes listed (DueKeys.listed), by bucket and slot
+  // keys' bytes with their filed times (DueKeys.listed), by bucket and slot
   private val slotName = nameBytes(Timers.DueSlots)
   private object slots {
     private def entry(bucketAndSlot: (Long, Int)): Array[Byte] =
@@ -226,20 +178,17 @@ private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntri
     def updateValue(at: (Long, Int), keys: Array[Byte]): Unit = entries.update(entry(at), keys)
     def removeKey(at: (Long, Int)): Unit = entries.remove(entry(at))
   }
-  // the keys filed during the current call, by bucket, not written yet
-  private val filed = mutable.LinkedHashMap.empty[Long, mutable.ArrayBuffer[Array[Byte]]]
+  // the keys filed during the current call, with their times, by bucket, not written yet
+  private val filed = mutable.LinkedHashMap.empty[Long, mutable.ArrayBuffer[DueKeys.Filed]]
 
   private def bucketOf(ms: Long): Long = Math.floorDiv(ms, BucketMs)
 
   /** As each of Spark's calls starts: what an earlier call filed is written (its output was read). */
   def start(): Unit = flush()
 
-  /** `key`'s timer moved from `from` (none: it had none) to `to`: filed again if its filing may be later than `to`. */
-  def moved(key: Array[Byte], from: Option[Long], to: Long): Unit =
-    if (from.forall(f => bucketOf(to) < bucketOf(f))) file(key, bucketOf(to))
-
-  private def file(key: Array[Byte], bucket: Long): Unit =
-    filed.getOrElseUpdate(bucket, mutable.ArrayBuffer.empty) += key
+  /** Files `key` to be given by the sweep that reaches `ms`. */
+  def file(key: Array[Byte], ms: Long): Unit =
+    filed.getOrElseUpdate(bucketOf(ms), mutable.ArrayBuffer.empty) += DueKeys.Filed(key, ms)
 
   /** Writes the keys filed since the last write: each bucket's as new slots after its last one. */
   def flush(): Unit = if (filed.nonEmpty) {
@@ -255,13 +204,13 @@ private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntri
   }
 
   /**
-   * The keys due at `nowMs`, from the buckets up to now's, with a time no later than every other
-   * key's timer (a bucket's start, or a timer read). The buckets before now's are emptied, the keys
-   * not due yet filed again where their timers are, each key once; in now's, such a key stays in
-   * its slot, which the next sweep reads again.
+   * The keys filed at or before `nowMs`, each once, from the buckets up to now's, with a time no
+   * later than every key filed after it (a bucket's start, or a filed time). The buckets before
+   * now's are emptied; in now's, the keys filed after `nowMs` stay in their slot, which the next sweep
+   * reads again.
    *
    * `fired`, Spark's timer that woke this sweep, is no later than the earliest bucket holding keys
-   * (it is set no later than each bucket's start, or a timer filed in it), so the buckets from its
+   * (it is set no later than each bucket's start, or a time filed in it), so the buckets from its
    * bucket to now's are those reached: a few are looked up one by one, and only a watermark that
    * jumped far makes the sweep read every bucket's size.
    */
@@ -287,7 +236,6 @@ private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntri
     }
     val seen = mutable.HashSet.empty[ByteBuffer]
     val due = mutable.ArrayBuffer.empty[Array[Byte]]
-    val later = mutable.ArrayBuffer.empty[(Array[Byte], Long)]
     reached.sortBy(_._1).foreach { case (bucket, n) =>
       var keptSlots = 0
       var slot = 0
@@ -295,17 +243,9 @@ private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntri
         val listed = slots.getValue((bucket, slot))
         if (listed != null) {
           val keys = DueKeys.keysOf(listed)
-          val kept = mutable.ArrayBuffer.empty[Array[Byte]]
-          keys.foreach { key =>
-            val timer = if (seen.add(ByteBuffer.wrap(key))) keyTimers.get(key) else None
-            timer.foreach { at =>
-              if (at <= nowMs) due += key
-              else {
-                if (bucketOf(at) == bucket) kept += key else later += ((key, at))
-                if (next.forall(_ > at)) next = Some(at)
-              }
-            }
-          }
+          val (reachedKeys, kept) = keys.partition(_.ms <= nowMs)
+          reachedKeys.foreach(f => if (seen.add(ByteBuffer.wrap(f.key))) due += f.key)
+          kept.foreach(f => if (next.forall(_ > f.ms)) next = Some(f.ms))
           if (kept.isEmpty) slots.removeKey((bucket, slot))
           else {
             if (kept.length < keys.length) slots.updateValue((bucket, slot), DueKeys.listed(kept))
@@ -318,7 +258,6 @@ private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntri
     }
     // looked up after the buckets reached are emptied, so that none of them counts as a later one
     if (lookedUp.isDefined) next = (next ++ laterBucket(now).map(_ * BucketMs)).minOption
-    later.foreach { case (key, at) => file(key, bucketOf(at)) }
     (due.toSeq, next)
   }
 
@@ -338,20 +277,24 @@ private final class DueKeys(handle: StatefulProcessorHandle, entries: StateEntri
 }
 
 private object DueKeys {
-  /** Keys' bytes as one value: their number, then each one's length and bytes. */
-  def listed(keys: collection.Seq[Array[Byte]]): Array[Byte] = {
-    val out = ByteBuffer.allocate(4 + keys.iterator.map(4 + _.length).sum)
+  /** A key filed to be given by the sweep that reaches `ms`. */
+  final case class Filed(key: Array[Byte], ms: Long)
+
+  /** Filed keys as one value: their number, then each one's time, length and bytes. */
+  def listed(keys: collection.Seq[Filed]): Array[Byte] = {
+    val out = ByteBuffer.allocate(4 + keys.iterator.map(12 + _.key.length).sum)
     out.putInt(keys.length)
-    keys.foreach(k => out.putInt(k.length).put(k))
+    keys.foreach(f => out.putLong(f.ms).putInt(f.key.length).put(f.key))
     out.array()
   }
 
-  def keysOf(listed: Array[Byte]): Array[Array[Byte]] = {
+  def keysOf(listed: Array[Byte]): Array[Filed] = {
     val in = ByteBuffer.wrap(listed)
     Array.fill(in.getInt()) {
+      val ms = in.getLong()
       val key = new Array[Byte](in.getInt())
       in.get(key)
-      key
+      Filed(key, ms)
     }
   }
 }
