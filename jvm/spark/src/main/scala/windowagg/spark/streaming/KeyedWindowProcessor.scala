@@ -26,9 +26,9 @@ import windowagg.spark.common.{Emission, EmissionTrigger, KeyValue, NotWindowed,
  * Spark groups the rows by state partition ([[KeyBucket]]), not by key: a call takes a partition's
  * rows, each key's together (sorted by key before; in real-time mode, runs of a key as they come),
  * and the kinds keep their state per key in `KeyStates`, each key's timer in it, filed by `Timers`,
- * so that Spark keeps one timer per partition instead of one per key. A checkpoint of the previous release
- * stays grouped by key ([[StateKeying.ByKey]]): a call then takes one key's rows, and a key's state
- * in the previous layout is converted before the key is read (`PreviousLayouts`).
+ * so that Spark keeps one timer per partition instead of one per key. A checkpoint of the previous
+ * release stays grouped by key ([[StateKeying.ByKey]]): a call then takes one key's rows, and a key's
+ * state in the previous layout is converted before the key is read (`PreviousLayouts`).
  */
 final class KeyedWindowProcessor(val spec: StreamingWindowSpec) extends StatefulProcessor[Row, Row, Array[Byte]] {
   @transient private var tools: TaskTools = _
