@@ -90,10 +90,17 @@ def connector_jars() -> List[str]:
     return jars
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count: int) -> List[int]:
+    """`count` ports free at this moment, all different: each is held until all are chosen (a port let
+    go at once may be handed out again by the next bind)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def new_cluster_id() -> str:
@@ -139,10 +146,12 @@ class KafkaBroker:
         self.work_dir = tempfile.mkdtemp(prefix="windowagg-kafka-") if work_dir is None else work_dir
         self.heap = heap
         self.log_path = os.path.join(self.work_dir, "broker.log")
-        self.broker_port = free_port()
-        self.controller_port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.broker_port}"
+        self._choose_ports()
         self._process: Optional[subprocess.Popen] = None
+
+    def _choose_ports(self) -> None:
+        self.broker_port, self.controller_port = free_ports(2)
+        self.bootstrap = f"127.0.0.1:{self.broker_port}"
 
     def _jvm(self, *options: str) -> List[str]:
         if not glob.glob(os.path.join(BROKER_JARS, "kafka_2.13-*.jar")):
@@ -154,8 +163,10 @@ class KafkaBroker:
         classpath = os.path.join(BROKER_JARS, "*")
         return [java(), *quick, *options, f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath]
 
-    def start(self, timeout: float = 90) -> "KafkaBroker":
-        """Formats a fresh storage folder, starts the broker and waits until it answers requests.
+    def start(self, timeout: float = 90, attempts: int = 3) -> "KafkaBroker":
+        """Formats a fresh storage folder, starts the broker and waits until it answers requests. A
+        port taken by another process between its choice and the broker's bind (``Address already
+        in use`` in the log) is chosen again, with a fresh folder, up to ``attempts`` times.
 
         :raises RuntimeError: when the format fails, or the broker ends or does not answer within
             ``timeout`` seconds (the message ends with its log); the broker is stopped then.
@@ -163,6 +174,20 @@ class KafkaBroker:
         data_dir = os.path.join(self.work_dir, "data")
         if os.path.exists(data_dir):
             raise RuntimeError(f"{data_dir} exists: a broker needs a fresh folder")
+        attempt = 1
+        while True:
+            try:
+                return self._start(data_dir, timeout)
+            except BaseException as failed:
+                taken = isinstance(failed, RuntimeError) and "Address already in use" in self.log()
+                if attempt == attempts or not taken:
+                    self.stop()
+                    raise
+            attempt += 1
+            shutil.rmtree(data_dir, ignore_errors=True)
+            self._choose_ports()
+
+    def _start(self, data_dir: str, timeout: float) -> "KafkaBroker":
         os.makedirs(self.work_dir, exist_ok=True)
         properties = os.path.join(self.work_dir, "server.properties")
         with open(properties, "w", encoding="utf-8") as handle:
@@ -203,7 +228,7 @@ class KafkaBroker:
                     raise RuntimeError(f"the Kafka broker did not answer within {timeout:.0f} s:\n{self.log()}")
                 time.sleep(0.2)
         except BaseException:
-            self.stop()
+            self._stop_process()
             raise
         return self
 
@@ -217,6 +242,11 @@ class KafkaBroker:
     def stop(self, timeout: float = 30) -> None:
         """Stops the broker's process group (SIGTERM, then SIGKILL after ``timeout`` seconds) and
         removes the temporary folder it made. Does nothing when it is not running."""
+        self._stop_process(timeout)
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def _stop_process(self, timeout: float = 30) -> None:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             try:
@@ -227,8 +257,6 @@ class KafkaBroker:
                 process.wait(timeout=timeout)
             except ProcessLookupError:
                 pass
-        if self._own_dir:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def __enter__(self) -> "KafkaBroker":
         return self.start()

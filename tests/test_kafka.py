@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -44,6 +45,21 @@ def broker(tmp_path_factory):
     kafka_broker.ensure_jars()
     with kafka_broker.KafkaBroker(str(tmp_path_factory.mktemp("kafka-broker"))) as running:
         yield running
+
+
+def test_a_broker_whose_port_is_taken_starts_on_other_ports(tmp_path):
+    """A port another process takes between its choice and the broker's bind is chosen again (two
+    ports chosen at once were once the same, and every test of this module failed at its setup)."""
+    kafka_broker.ensure_jars()
+    assert len(set(kafka_broker.free_ports(2))) == 2
+    broker = kafka_broker.KafkaBroker(str(tmp_path / "broker"))
+    taken = broker.broker_port
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", taken))
+        holder.listen()
+        with broker:
+            assert broker.broker_port != taken
+            assert kafka_broker.answers_requests(broker.broker_port)
 
 
 def run_job(script, broker, work, jars=()):
