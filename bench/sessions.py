@@ -50,6 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--skip-streaming", action="store_true")
     p.add_argument("--skip-batch", action="store_true")
     harness.add_session_args(p, driver_memory="6g", seed=7)
+    harness.add_contention_args(p, contended=0.3, quiet_wait=120.0, retries=False)
     harness.add_output_args(p, None)
     a = p.parse_args(argv)
     harness.defaults(a, rows=(4_000_000, 200_000), keys=(1000, 100), reps=(3, 2), stream_rows=(1_000_000, 100_000),
@@ -61,15 +62,16 @@ def parse_args(argv=None):
 
 # ---------------------------------------------------------------------------------- batch
 
-def run_batch(spark, a, res, save):
+def run_batch(b: protocol.Run):
     from pyspark.sql import functions as F
+    spark, a, res, save = b.spark, b.a, b.res, b.save
     log(f"batch: building input {a.rows:,} rows, {a.keys} keys ...")
     t0 = time.perf_counter()
     df = (data.session_events(spark, a.rows, a.keys, a.mean_session, a.seed).drop("i")
           .orderBy(F.rand(a.seed + 9)).repartition(a.shuffle_partitions).cache())
     n = df.count()
     log(f"batch: input cached, {n:,} rows ({time.perf_counter() - t0:.1f}s)")
-    b = res["batch"] = {"rows": n, "keys": a.keys, "cells": {}, "runs": []}
+    bt = res["batch"] = {"rows": n, "keys": a.keys, "cells": {}, "runs": []}
 
     # once, untimed: both session counts (and rows per session)
     t0 = time.perf_counter()
@@ -84,24 +86,23 @@ def run_batch(spark, a, res, save):
                      "min_rows": r["min"], "max_rows": r["max"], "p10_50_90_99": list(r["pct"]),
                      "sum_of_sum_v": r["sum_all"]}
         log(f"batch check {c}: {counts[c]}")
-    b["check"] = counts
-    b["check"]["same_session_count"] = counts["windowagg"]["sessions"] == counts["spark"]["sessions"]
-    log(f"batch check: same number of sessions: {b['check']['same_session_count']} "
+    bt["check"] = counts
+    bt["check"]["same_session_count"] = counts["windowagg"]["sessions"] == counts["spark"]["sessions"]
+    log(f"batch check: same number of sessions: {bt['check']['same_session_count']} "
         f"({time.perf_counter() - t0:.1f}s)")
     save()
 
     runner = harness.Runner(spark, timeout=600.0)
 
     def one(c, kind):
-        la0 = loadavg()
-        r = runner.run(c, data.session_query(c, df))
-        r.update({"competitor": c, "kind": kind, "loadavg_before": la0, "loadavg_after": loadavg(),
-                  "foreign_cores": (r["foreign_cpu"] / r["seconds"]) if r["foreign_cpu"] is not None else None})
-        b["runs"].append(r)
-        log(f"batch {c:9s} {kind}: {r['status']} {r['seconds']:.2f}s  loadavg {la0} -> {r['loadavg_after']}, "
-            f"other processes {r['foreign_cores'] or 0:.2f} cores")
-        save()
-        return r
+        def run_once():
+            la0 = loadavg()
+            r = runner.run(c, data.session_query(c, df))
+            return {**r, "loadavg_before": la0, "loadavg_after": loadavg(),
+                    "foreign_cores": (r["foreign_cpu"] / r["seconds"]) if r["foreign_cpu"] is not None else None}
+        r = b.timed_run(runner.cpu, run_once, bt["runs"], quiet=kind != "warm-up", competitor=c, kind=kind)
+        log(f"batch {c:9s} {kind}: {r['status']} {r['seconds']:.2f}s  loadavg {r['loadavg_before']} -> "
+            f"{r['loadavg_after']}, other processes {r['foreign_cores'] or 0:.2f} cores{' CONTENDED' * r['contended']}")
 
     for c in COMPETITORS:
         one(c, "warm-up")
@@ -109,13 +110,14 @@ def run_batch(spark, a, res, save):
         for c in COMPETITORS:
             one(c, f"rep {i + 1}")
     for c in COMPETITORS:
-        ts = [r["seconds"] for r in b["runs"] if r["competitor"] == c and r["kind"] != "warm-up" and r["status"] == "ok"]
-        fc = [r["foreign_cores"] for r in b["runs"] if r["competitor"] == c and r["kind"] != "warm-up"]
-        b["cells"][c] = {"times_s": ts, "median_s": statistics.median(ts) if ts else None,
-                         "median_foreign_cores": statistics.median([x for x in fc if x is not None]) if fc else None}
-        log(f"batch {c}: median {b['cells'][c]['median_s']} of {[round(x, 2) for x in ts]}")
-    w, s = b["cells"]["windowagg"]["median_s"], b["cells"]["spark"]["median_s"]
-    b["ratio_windowagg_over_spark"] = (w / s) if w and s else None
+        timed = [r for r in bt["runs"] if r["competitor"] == c and r["kind"] != "warm-up"]
+        ts = [r["seconds"] for r in timed if r["status"] == "ok"]
+        bt["cells"][c] = {"times_s": ts, "median_s": statistics.median(ts) if ts else None,
+                          "median_foreign_cores": harness.median([r["foreign_cores"] for r in timed]),
+                          "contended_runs": sum(r["contended"] for r in timed)}
+        log(f"batch {c}: median {bt['cells'][c]['median_s']} of {[round(x, 2) for x in ts]}")
+    w, s = bt["cells"]["windowagg"]["median_s"], bt["cells"]["spark"]["median_s"]
+    bt["ratio_windowagg_over_spark"] = (w / s) if w and s else None
     save()
     df.unpersist()
 
@@ -131,7 +133,8 @@ def run_stream(name, spark, a, source: Path, checkpoint: Path, expected: int, me
     return r
 
 
-def run_streaming(spark, a, res, save):
+def run_streaming(b: protocol.Run):
+    spark, a, res, save = b.spark, b.a, b.res, b.save
     work = Path(f"/tmp/windowagg-bench-sessions-{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -152,15 +155,13 @@ def run_streaming(spark, a, res, save):
             log(f"streaming {c:9s} warm-up run {i + 1}: {r['status']} {r['events_per_s'] or 0:,.0f} ev/s (untimed)")
     for i in range(a.stream_reps):
         for c in COMPETITORS:
-            r = run_stream(c, spark, a, work / "all", work / f"ck-{c}-{i}", a.files, meter)
-            r["kind"] = f"rep {i + 1}"
-            s["runs"].append(r)
+            r = b.timed_run(meter, lambda: run_stream(c, spark, a, work / "all", work / f"ck-{c}-{i}", a.files,
+                                                      meter), s["runs"], kind=f"rep {i + 1}")
             st = [x["state_rows"] for x in r["batches"] if x["input_rows"] > 0]
             log(f"streaming {c:9s} rep {i + 1}: {r['status']} {r['events']:,} events, {r['micro_batches']} batches, "
                 f"{r['processing_s']:.1f}s processing -> {r['events_per_s'] or 0:,.0f} ev/s; output {r['output_rows']:,}; "
                 f"state rows per data batch {st}; loadavg {r['loadavg_before']} -> {r['loadavg_after']}, "
-                f"other processes {r['foreign_cores'] or 0:.2f} cores")
-            save()
+                f"other processes {r['foreign_cores'] or 0:.2f} cores{' CONTENDED' * r['contended']}")
     s["cells"] = {}
     for c in COMPETITORS:
         rs = [r for r in s["runs"] if r["competitor"] == c and r["status"] == "ok"]
@@ -173,6 +174,7 @@ def run_streaming(spark, a, res, save):
                          "state_rows_q4_mean": st["q4_mean"], "state_sst_bytes_q4_mean": sst["q4_mean"],
                          "state_flushed_bytes_per_batch": statistics.mean(flushed) if flushed else None,
                          "own_cpu_s": harness.median([r["own_cpu_s"] for r in rs if r.get("own_cpu_s")]),
+                         "contended_runs": sum(r["contended"] for r in rs),
                          "output_rows": rs[-1]["output_rows"] if rs else None}
     w, sp = s["cells"]["windowagg"]["median_events_per_s"], s["cells"]["spark"]["median_events_per_s"]
     s["ratio_windowagg_over_spark_events_per_s"] = (w / sp) if w and sp else None
@@ -204,9 +206,9 @@ def run(b: protocol.Run) -> None:
     log(f"loadavg {res['loadavg_start']}")
     save()
     if not a.skip_batch:
-        run_batch(spark, a, res, save)
+        run_batch(b)
     if not a.skip_streaming:
-        run_streaming(spark, a, res, save)
+        run_streaming(b)
     res["loadavg_end"] = loadavg()
 
 
@@ -247,12 +249,14 @@ def plot(res, img: Path) -> None:
 def tables(res) -> list[str]:
     """The Markdown tables of docs/benchmarks-sessions.md (written by hand around them)."""
     head, align = ["", "windowagg", "Spark session_window", "windowagg ÷ Spark"], "lrrr"
+    mark = lambda c: " †" if c.get("contended_runs") else ""  # noqa: E731  (a cell with a contended run)
     L = []
     b, s = res.get("batch") or {}, res.get("streaming") or {}
     if b.get("cells"):
         w, sp = b["cells"]["windowagg"], b["cells"]["spark"]
         L += ["", *report.table(head, align, [
-            ["batch median (s)", f"{w['median_s']:.2f}", f"{sp['median_s']:.2f}", f"{w['median_s'] / sp['median_s']:.2f}"],
+            ["batch median (s)", f"{w['median_s']:.2f}{mark(w)}", f"{sp['median_s']:.2f}{mark(sp)}",
+             f"{w['median_s'] / sp['median_s']:.2f}"],
             ["batch runs (s)", ", ".join(f"{x:.2f}" for x in w["times_s"]), ", ".join(f"{x:.2f}" for x in sp["times_s"]), ""],
             ["other processes' CPU during runs (median, cores of 2)", f"{w['median_foreign_cores']:.2f}",
              f"{sp['median_foreign_cores']:.2f}", ""]])]
@@ -260,8 +264,9 @@ def tables(res) -> list[str]:
         w, sp = s["cells"]["windowagg"], s["cells"]["spark"]
         rows = []
         if w["median_events_per_s"] and sp["median_events_per_s"]:
-            rows.append(["streaming events/s (median)", f"{w['median_events_per_s']:,.0f}",
-                         f"{sp['median_events_per_s']:,.0f}", f"{w['median_events_per_s'] / sp['median_events_per_s']:.2f}"])
+            rows.append(["streaming events/s (median)", f"{w['median_events_per_s']:,.0f}{mark(w)}",
+                         f"{sp['median_events_per_s']:,.0f}{mark(sp)}",
+                         f"{w['median_events_per_s'] / sp['median_events_per_s']:.2f}"])
         rows += [[k, f"{w[k]:,.0f}", f"{sp[k]:,.0f}", f"{w[k] / sp[k]:.2f}"]
                  for k in ["state_rows_q2_mean", "state_rows_q4_mean", "state_rows_max", "output_rows"]
                  if w[k] is not None and sp[k] is not None]
@@ -269,7 +274,8 @@ def tables(res) -> list[str]:
         for r in s["runs"]:
             L.append(f"- {r['competitor']} {r['kind']}: {r['status']}, {r['events']:,} events, {r['micro_batches']} "
                      f"batches, processing {r['processing_s']:.1f} s, wall {r['wall_s']:.1f} s, other processes "
-                     f"{r['foreign_cores'] or 0:.2f} cores, loadavg {r['loadavg_before']} -> {r['loadavg_after']}; "
+                     f"{r['foreign_cores'] or 0:.2f} cores{' (contended)' * r.get('contended', False)}, "
+                     f"loadavg {r['loadavg_before']} -> {r['loadavg_after']}; "
                      f"state rows {[x['state_rows'] for x in r['batches'] if x['input_rows'] > 0]}; trigger ms "
                      f"{[x['trigger_ms'] for x in r['batches']]}")
     return L

@@ -43,6 +43,7 @@ def parse_args(argv=None):
                         "warms up: a cold JIT penalizes whichever query runs more of its own code); 0 for none")
     p.add_argument("--timeout", type=float, default=900.0)
     harness.add_session_args(p, driver_memory="8g")
+    harness.add_contention_args(p, contended=0.3, quiet_wait=120.0, retries=False)
     harness.add_output_args(p, None)
     a = p.parse_args(argv)
     harness.defaults(a, open_keys=([20_000, 200_000, 1_000_000], [2_000, 20_000]), small_batches=(8, 4), rounds=(3, 1))
@@ -112,23 +113,24 @@ def run(b: protocol.Run) -> None:
             for rnd in range(a.rounds):
                 order = COMPETITORS if rnd % 2 == 0 else COMPETITORS[::-1]
                 for c in order:
-                    la0 = loadavg()
-                    df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
-                    r, progress = harness.run_stream_with_progress(spark, df, f"{c}_{kind}_{keys}", work / "checkpoint",
-                                                                   a.small_batches + 1, a.timeout, meter)
-                    figures = small_batch_figures(progress, a.batch_rows)
-                    run_ = {"open_keys": keys, "kind": kind, "competitor": c, "round": rnd + 1, "status": r["status"],
-                            "first_batch_ms": r["batches"][0]["trigger_ms"] if r["batches"] else None,
-                            "median_ms": harness.median(figures["trigger_ms"]),
-                            "median_planning_ms": harness.median(figures["planning_ms"]),
-                            "median_timers_ms": harness.median(figures["timers_ms"]),
-                            **figures, "foreign_cores": r["foreign_cores"], "loadavg_before": la0,
-                            "loadavg_after": loadavg()}
-                    res["runs"].append(run_)
+                    def run_once():
+                        la0 = loadavg()
+                        df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
+                        r, progress = harness.run_stream_with_progress(
+                            spark, df, f"{c}_{kind}_{keys}", work / "checkpoint", a.small_batches + 1, a.timeout, meter)
+                        figures = small_batch_figures(progress, a.batch_rows)
+                        return {"open_keys": keys, "kind": kind, "competitor": c, "round": rnd + 1, "status": r["status"],
+                                "first_batch_ms": r["batches"][0]["trigger_ms"] if r["batches"] else None,
+                                "median_ms": harness.median(figures["trigger_ms"]),
+                                "median_planning_ms": harness.median(figures["planning_ms"]),
+                                "median_timers_ms": harness.median(figures["timers_ms"]),
+                                **figures, "foreign_cores": r["foreign_cores"], "loadavg_before": la0,
+                                "loadavg_after": loadavg()}
+                    r = b.timed_run(meter, run_once)
                     log(f"{keys:>9,} {kind:8s} {c:9s} round {rnd + 1}: {r['status']}, small micro-batches "
-                        f"{figures['trigger_ms']} ms (median {run_['median_ms']}), planning median "
-                        f"{run_['median_planning_ms']} ms, timers median {run_['median_timers_ms']} ms")
-                    save()
+                        f"{r['trigger_ms']} ms (median {r['median_ms']}), planning median {r['median_planning_ms']} "
+                        f"ms, timers median {r['median_timers_ms']} ms, other processes {r['foreign_cores'] or 0:.2f} "
+                        f"cores{' CONTENDED' * r['contended']}")
         shutil.rmtree(source, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
     summarize(res)
@@ -136,14 +138,15 @@ def run(b: protocol.Run) -> None:
 
 
 def summarize(res: dict) -> None:
-    """Per kind, open keys and competitor: the median of the runs' medians; and the ratios."""
+    """Per kind, open keys and competitor: the median of the runs' medians, its contended runs; and the ratios."""
     cells = {}
     for r in res["runs"]:
         if r["status"] == "ok":
-            cells.setdefault(f"{r['kind']} {r['open_keys']}", {}).setdefault(r["competitor"], []).append(r["median_ms"])
+            cells.setdefault(f"{r['kind']} {r['open_keys']}", {}).setdefault(r["competitor"], []).append(r)
     res["cells"] = {}
     for key, by in cells.items():
-        cell = {c: {"median_ms": harness.median(ms), "runs_ms": ms} for c, ms in by.items()}
+        cell = {c: {"median_ms": harness.median([r["median_ms"] for r in rs]), "runs_ms": [r["median_ms"] for r in rs],
+                    "contended_runs": sum(r["contended"] for r in rs)} for c, rs in by.items()}
         if "windowagg" in cell and "spark" in cell:
             cell["ratio_windowagg_over_spark"] = cell["windowagg"]["median_ms"] / cell["spark"]["median_ms"]
         res["cells"][key] = cell
@@ -181,8 +184,8 @@ def tables(res: dict) -> list[str]:
             w, s = cell.get("windowagg"), cell.get("spark")
             timers = [r["median_timers_ms"] for r in res["runs"] if f"{r['kind']} {r['open_keys']}" == key
                       and r["competitor"] == "windowagg"]
-            rows.append([kind, f"{int(key.split()[1]):,}", f"{w['median_ms']:.0f}" if w else "",
-                         f"{s['median_ms']:.0f}" if s else "",
+            ms = [f"{x['median_ms']:.0f}{' †' if x.get('contended_runs') else ''}" if x else "" for x in (w, s)]
+            rows.append([kind, f"{int(key.split()[1]):,}", *ms,
                          f"{cell['ratio_windowagg_over_spark']:.2f}" if "ratio_windowagg_over_spark" in cell else "",
                          f"{harness.median(timers):.0f}" if timers else ""])
     return report.table(["kind", "open keys", "windowagg (ms)", "Spark (ms)", "windowagg ÷ Spark",
