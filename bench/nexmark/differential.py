@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Nexmark differential: windowagg (batch and streaming) and Spark's built-ins against Apache Flink.
 
-    .venv/bin/python bench/nexmark/differential.py [--events 50000] [--seed 1] [--rate 100]
+    .venv/bin/python bench/nexmark/differential.py [--quick] [--events 50000] [--seed 1] [--rate 100]
         [--queries q5_counts,q7,q11,cumulative] [--work DIR] [--jar PATH]
-        [--flink-python .venv-flink/bin/python] [--summary PATH]
+        [--flink-python .venv-flink/bin/python] [--summary PATH] [the session's flags: --master, --conf, ...]
 
 (bench/run nexmark-differential runs it after bench/nexmark/setup-flink and logs the output.)
 
@@ -45,7 +45,6 @@ removed at the end unless something failed or differed.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime as dt
 import json
@@ -63,8 +62,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import generator  # noqa: E402
-import harness  # noqa: E402  (bench/: the windowagg jar of every benchmark)
+import harness  # noqa: E402  (bench/: the flags, the session and the windowagg jar of every benchmark)
 import queries as Q  # noqa: E402
+from harness import log  # noqa: E402
 
 DIFFERENTIAL_QUERIES = tuple(Q.FLINK_COLUMNS)
 DEFAULT_QUERIES = "q5_counts,q7,q11,cumulative"
@@ -74,12 +74,6 @@ KEY = {"q5": "auction", "q5_counts": "auction", "q7": None, "q11": "bidder", "cu
 DAY_MS = 86_400_000
 EDGE_ID = 9_000_000_001  # first id of the crafted keys (the generator's ids are ~1000 + events/50*3)
 EDGE_PRICE = 1_000_000_000  # above every generated price (< 10**8 cents)
-
-_T0 = time.time()
-
-
-def log(msg: str) -> None:
-    print(f"[{time.time() - _T0:7.1f}s] {msg}", flush=True)
 
 
 # ------------------------------------------------------------------------------ input
@@ -238,19 +232,14 @@ def first_line(e: BaseException) -> str:
 # ------------------------------------------------------------------------------ Spark
 
 def spark_session(a):
-    os.environ["WINDOWAGG_JAR"] = a.private_jar
-    import windowagg
-    conf = {
-        "spark.driver.memory": a.driver_memory,
-        "spark.sql.shuffle.partitions": str(a.shuffle_partitions),
-        "spark.sql.adaptive.coalescePartitions.enabled": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    }
-    spark = windowagg.session(app_name="nexmark-differential", master=a.master, config=conf)
+    """The differential's own session: every benchmark's (harness.build_session, on a private copy of the jar),
+    with Arrow and RocksDB's changelog checkpointing, then --conf's settings."""
+    os.environ["WINDOWAGG_JAR"] = a.jar
+    spark = harness.build_session("windowagg-bench-nexmark-differential", master=a.master,
+                                  shuffle_partitions=a.shuffle_partitions, driver_memory=a.driver_memory,
+                                  extra={"spark.sql.execution.arrow.pyspark.enabled": "true",
+                                         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+                                         **harness.extra_conf(a)})
     spark.sparkContext.setLogLevel("FATAL")
     return spark
 
@@ -364,25 +353,25 @@ def examples_of(only_ref: list, only_other: list, cols: list[str], k: int) -> li
 # ------------------------------------------------------------------------------ main
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--events", type=int, default=50_000, help="Nexmark events (about 92%% are bids)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--rate", type=int, default=100,
+    p = harness.parser(__doc__, "smoke run: 2,000 events at 50 per second of event time, ending 100 ms after a "
+                                "UTC midnight, streamed as 2 files (tests/test_flink.py's input)")
+    p.add_argument("--events", type=int, help="Nexmark events, about 92%% bids (default 50,000; quick 2,000)")
+    p.add_argument("--rate", type=int,
                    help="events per second of event time (default 100: 50,000 events span 500 s, so q7 has "
-                        "~50 windows and bidders have many sessions; generator's own default is 10,000)")
-    p.add_argument("--after-midnight-ms", type=int, default=500,
-                   help="the last event's time after a UTC midnight (the cumulative query crosses a day)")
+                        "~50 windows and bidders have many sessions; generator's own default is 10,000; quick 50)")
+    p.add_argument("--after-midnight-ms", type=int,
+                   help="the last event's time after a UTC midnight (the cumulative query crosses a day; default "
+                        "500; quick 100)")
     p.add_argument("--base-time-ms", type=int, help="the first event's time (overrides --after-midnight-ms)")
     p.add_argument("--no-edges", dest="edges", action="store_false", help="no crafted edge bids")
     p.add_argument("--queries", default=DEFAULT_QUERIES,
                    help=f"comma-separated, of {','.join(DIFFERENTIAL_QUERIES)} (default {DEFAULT_QUERIES})")
-    p.add_argument("--files", type=int, default=5,
-                   help="files (micro-batches) of windowagg's stream, besides the flush file")
+    p.add_argument("--files", type=int,
+                   help="files (micro-batches) of windowagg's stream, besides the flush file (default 5; quick 2)")
     p.add_argument("--watermark", default="0 seconds", help="withWatermark delay of the stream")
     p.add_argument("--work", help="work directory (kept); default: a temporary one, removed when all match")
     p.add_argument("--jar", help="windowagg jar (default $WINDOWAGG_JAR, else the one in this checkout's "
-                                 "package: harness.windowagg_jar); run on a private copy")
+                                 "package: harness.windowagg_jar); run on a private copy, as every benchmark's")
     p.add_argument("--flink-python", default=str(harness.FLINK_PYTHON))
     p.add_argument("--flink-first", action="store_true",
                    help="run the Flink jobs before Spark starts instead of alongside it")
@@ -390,12 +379,11 @@ def parse_args(argv=None):
     p.add_argument("--stream-timeout", type=float, default=600.0, help="seconds per streaming query")
     p.add_argument("--no-spark", dest="spark_builtins", action="store_false", help="skip Spark's built-ins")
     p.add_argument("--no-streaming", dest="streaming", action="store_false", help="skip windowagg streaming")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--shuffle-partitions", type=int, default=2)
-    p.add_argument("--driver-memory", default="2g")
     p.add_argument("--examples", type=int, default=5, help="differences shown per engine and query")
     p.add_argument("--summary", help="write the JSON summary here too")
+    harness.add_session_args(p, shuffle_partitions=2, driver_memory="2g", seed=1)
     a = p.parse_args(argv)
+    harness.defaults(a, events=(50_000, 2_000), rate=(100, 50), after_midnight_ms=(500, 100), files=(5, 2))
     a.queries = [q.strip() for q in a.queries.split(",") if q.strip()]
     bad = [q for q in a.queries if q not in DIFFERENTIAL_QUERIES]
     if bad:
@@ -415,7 +403,7 @@ def parse_args(argv=None):
 
 def main(argv=None, spark=None) -> int:
     """Runs the differential; with `spark`, a session of the caller's (windowagg's extension in it: the
-    tests' own) instead of one of its own, left running."""
+    tests' own) instead of one of its own, left running (the session's flags are then the caller's)."""
     a = parse_args(argv)
     t_start = time.time()
     temp_work = a.work is None
@@ -424,11 +412,9 @@ def main(argv=None, spark=None) -> int:
         if work.exists() and any(work.iterdir()):
             raise SystemExit(f"--work {work} is not empty")
         work.mkdir(parents=True, exist_ok=True)
-    a.private_jar = str(work / "windowagg.jar")
-    shutil.copyfile(a.jar, a.private_jar)
     summary = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                "args": {k: v for k, v in vars(a).items()}, "work": str(work), "queries": {}}
-    log(f"work directory {work}; jar {a.jar} (private copy)")
+    log(f"work directory {work}")
 
     t = time.time()
     info = make_input(a, work)
@@ -503,7 +489,7 @@ def main(argv=None, spark=None) -> int:
     finally:
         if own_session and spark is not None:
             try:
-                spark.stop()
+                harness.stop(spark)
             except Exception as e:  # noqa: BLE001  (a JVM that died already)
                 failures.append(f"spark stop: {first_line(e)}")
         elif batch is not None:
