@@ -81,14 +81,19 @@ def query(competitor: str, kind: str, df):
 
 
 def small_batch_figures(progress: list, rows: int) -> dict:
-    """Per small micro-batch (those of `rows` rows): its time, query planning and timers, in ms."""
+    """Per small micro-batch (those of `rows` rows): its time, query planning, timers and the state
+    store's commits (summed over the state partitions' tasks) in ms, the state's rows, and the bytes of
+    its RocksDB files (their sum over the partitions)."""
     small = [p for p in progress if p["numInputRows"] == rows]
-    timers = [sum((op.get("customMetrics") or {}).get("timerProcessingTimeMs", 0) for op in p.get("stateOperators") or [])
-              for p in small]
+
+    def of_operators(p, field, custom=False):
+        return sum(((op.get("customMetrics") or {}) if custom else op).get(field, 0) for op in p.get("stateOperators") or [])
     return {"trigger_ms": [p["durationMs"].get("triggerExecution", 0) for p in small],
             "planning_ms": [p["durationMs"].get("queryPlanning", 0) for p in small],
-            "timers_ms": timers,
-            "state_rows": [sum(op.get("numRowsTotal", 0) for op in p.get("stateOperators") or []) for p in small]}
+            "timers_ms": [of_operators(p, "timerProcessingTimeMs", custom=True) for p in small],
+            "state_rows": [of_operators(p, "numRowsTotal") for p in small],
+            "commit_ms": [of_operators(p, "commitTimeMs") for p in small],
+            "state_file_bytes": [of_operators(p, "rocksdbSstFileSize", custom=True) for p in small]}
 
 
 def run(b: protocol.Run) -> None:
@@ -116,14 +121,18 @@ def run(b: protocol.Run) -> None:
                     def run_once():
                         la0 = loadavg()
                         df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
+                        # a checkpoint of its own: with changelog checkpointing, Spark's maintenance may still
+                        # upload the previous query's snapshot into its checkpoint after it stopped
                         r, progress = harness.run_stream_with_progress(
-                            spark, df, f"{c}_{kind}_{keys}", work / "checkpoint", a.small_batches + 1, a.timeout, meter)
+                            spark, df, f"{c}_{kind}_{keys}", work / f"checkpoint-{c}-{kind}-{keys}-{rnd + 1}",
+                            a.small_batches + 1, a.timeout, meter)
                         figures = small_batch_figures(progress, a.batch_rows)
                         return {"open_keys": keys, "kind": kind, "competitor": c, "round": rnd + 1, "status": r["status"],
                                 "first_batch_ms": r["batches"][0]["trigger_ms"] if r["batches"] else None,
                                 "median_ms": harness.median(figures["trigger_ms"]),
                                 "median_planning_ms": harness.median(figures["planning_ms"]),
                                 "median_timers_ms": harness.median(figures["timers_ms"]),
+                                "median_commit_ms": harness.median(figures["commit_ms"]),
                                 **figures, "foreign_cores": r["foreign_cores"], "loadavg_before": la0,
                                 "loadavg_after": loadavg()}
                     r = b.timed_run(meter, run_once)
@@ -192,9 +201,30 @@ def tables(res: dict) -> list[str]:
                          "windowagg timers (ms)"], "lrrrrr", rows)
 
 
+def commit_table(res: dict) -> list[str]:
+    """Where the runs recorded them: per kind, open keys and competitor, the medians over the runs of a small
+    micro-batch's state store commits (summed over the state partitions' tasks), its state's files and rows."""
+    rows = []
+    for kind in KINDS:
+        for keys in sorted({r["open_keys"] for r in res["runs"] if r["kind"] == kind and "commit_ms" in r}):
+            for c in COMPETITORS:
+                runs = [r for r in res["runs"] if (r["kind"], r["open_keys"], r["competitor"]) == (kind, keys, c)
+                        and r["status"] == "ok" and "commit_ms" in r]
+                if runs:
+                    rows.append([kind, f"{keys:,}", c, f"{harness.median([r['median_ms'] for r in runs]):.0f}",
+                                 f"{harness.median([r['median_commit_ms'] for r in runs]):.0f}",
+                                 f"{harness.median([harness.median(r['state_file_bytes']) for r in runs]) / 1e6:.2f}",
+                                 f"{harness.median([harness.median(r['state_rows']) for r in runs]):,.0f}"])
+    return report.table(["kind", "open keys", "competitor", "small micro-batch (ms)", "commits (ms, summed)",
+                         "state files (MB)", "state rows"], "lllrrrr", rows) if rows else []
+
+
 def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> None:
     plot(res, img or report.DOCS / "img" / f"small_batches_{res['tag']}.png")
     print("\n".join(tables(res)))
+    commits = commit_table(res)
+    if commits:
+        print("\n" + "\n".join(commits))
 
 
 BENCHMARK = protocol.Benchmark(
