@@ -179,7 +179,9 @@ class KafkaBroker:
             try:
                 return self._start(data_dir, timeout)
             except BaseException as failed:
-                taken = isinstance(failed, RuntimeError) and "Address already in use" in self.log()
+                # this attempt's own message (it ends with its log): after a failed format, broker.log is
+                # still an earlier attempt's
+                taken = isinstance(failed, RuntimeError) and "Address already in use" in str(failed)
                 if attempt == attempts or not taken:
                     self.stop()
                     raise
