@@ -1,60 +1,13 @@
 #!/usr/bin/env python3
-"""A Python user's own aggregate over windows, in batch (issue 54): a grouped-aggregate pandas UDF
-(a weighted median, Series -> scalar) over windowagg windows against the same UDF over what Spark
-offers for the same windows.
+"""A Python user's own aggregate over windows (issue 54): a grouped-aggregate pandas UDF (a weighted
+median, Series -> scalar) over windowagg windows against the same UDF over what Spark offers for the
+same windows (tumbling: window(); sliding: a bounded OVER RANGE frame), and in streaming a pandas UDF
+median against Spark's median(v), both over windowagg; with --with-flink, PyFlink's pandas UDAF and
+PERCENTILE (python_aggregates_flink.py, run by .venv-flink's python).
 
-One process, one SparkSession (local[2], 4 shuffle partitions), one cached input per size: --keys
-keys, a row of each key every 30 s (so a 10-minute window holds 20 rows), v and w pseudo-random (hashes
-of the row's number). Cells, each
-computing the weighted median of v by w per window (the UDF alone: Spark refuses a pandas UDF beside
-a built-in aggregate), into the noop sink:
-
-  tumbling_windowagg  groupBy("k", windowagg.window("ts", TimeWindows.of("10 minutes"))).agg(wmedian(v, w))
-  tumbling_spark      groupBy("k", F.window("ts", "10 minutes")).agg(wmedian(v, w)): Spark's window()
-  sliding_windowagg   the same over SlidingWindows.of("10 minutes") (KIP-450: a window per distinct
-                      time ending there, and one starting just after it when it holds rows)
-  sliding_spark_over  wmedian(v, w) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL 10
-                      MINUTES PRECEDING AND CURRENT ROW): Spark's bounded frame with the pandas UDF,
-                      one value per row (its window ending at that row)
-
-Streaming (Spark's own streaming aggregation refuses a pandas UDF, so the comparison is within
-windowagg): --stream-rows rows of the same shape as --stream-files Parquet files read one per
-micro-batch (watermark 1 minute), tumbling 10 minutes into the noop sink, the median of v per window:
-
-  streaming_pandas    the median as a pandas UDF (Series -> scalar): each window's rows kept in the
-                      state and handed to Python when the window is final
-  streaming_builtin   Spark's median(v), merged from partials in the state
-
-Per streaming cell: one warm-up run, --reps runs; events/s = events / the micro-batches' processing
-time (harness.run_stream: the sum of their triggerExecution, the session's start and the query's start
-and stop left out). Untimed check: both medians equal per window in batch over the same rows.
-
-With --with-flink, the same rows (read back from the Parquet files, in their order) as one CSV file
-(k, epoch seconds, v) through PyFlink (python_aggregates_flink.py, run by --flink-python, .venv-flink's,
-which bench/nexmark/setup-flink makes), streaming mode, parallelism --flink-parallelism (2), a watermark
-of 1 minute, tumbling 10 minutes per key, into the blackhole sink; one process (one JVM, its start left
-out) per state backend of --flink-backends (hashmap, rocksdb), cells --flink-cells:
-
-  flink_pandas        the same median as a pandas UDAF (@udaf(func_type="pandas")) over
-                      GROUP BY k, TUMBLE(ts, ...): the TUMBLE window table function refuses a pandas
-                      UDAF in streaming ("Pandas UDAFs are not supported in streaming mode currently")
-  flink_builtin       PERCENTILE(v, 0.5) over the TUMBLE window table function
-  flink_builtin_group PERCENTILE(v, 0.5) over the pandas UDAF's GROUP BY TUMBLE (its operator)
-
-Per Flink cell: one warm-up run over the windowagg warm-up's rows, 3 runs over an empty input (the job's
-fixed cost: mini-cluster, deployment, the Python workers' start, finish; the median of the last 2),
---reps runs; events/s = events / (the job's wall - that fixed cost), the counterpart of windowagg's
-micro-batches' time, and events / the job's wall (events_per_s_job). Untimed: one more run into CSV
-files, whose (k, start, end, median) must equal windowagg's pandas UDF's per window in batch within
-1e-12 (Flink fires each key's last window at the input's end too; windowagg's stays open in the stream).
-
-The sliding cells run on --sliding-rows rows (Spark's bounded frame calls the UDF once per row).
-Per cell: one warm-up, --reps timed runs, median wall (harness.measure); per sliding cell also its
-windows (rows out) and the time per window. Untimed check: tumbling_windowagg and tumbling_spark
-give the same (k, start, end, median) rows (mismatches must be 0).
-
-Results: bench/results/python_aggregates-<tag>.json; --report draws docs/img/python_aggregates_<tag>.png
-and prints the table of docs/benchmarks-python-aggregates.md, which is written by hand around it.
+Its inputs, cells, checks and method are bench/README.md's section and the page's,
+docs/benchmarks-python-aggregates.md, written by hand around the table --report prints (and the plot
+it draws, docs/img/python_aggregates_<tag>.png). Results: bench/results/python_aggregates-<tag>.json.
 """
 from __future__ import annotations
 

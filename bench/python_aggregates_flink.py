@@ -3,11 +3,7 @@
 tumbling window, as a pandas UDAF and as Flink's built-in PERCENTILE(v, 0.5), in Flink's streaming mode.
 
 Run by python_aggregates.py --with-flink with .venv-flink's python (bench/nexmark/setup-flink), in
-one process: one JVM (py4j's local mini-cluster), started before any timing.
-
-    .venv-flink/bin/python bench/python_aggregates_flink.py --events E.csv --warmup-events W.csv \
-        --timing-json T.json --check-dir DIR [--cells flink_pandas,...] [--reps 3] [--warmup-runs 1] \
-        [--parallelism 2] [--state-backend hashmap|rocksdb] [--watermark-s 60] [--window-minutes 10]
+one process: one JVM (py4j's local mini-cluster), started before any timing; --help lists the flags.
 
 Input: CSV without a header line, the rows k INT, t BIGINT (epoch seconds), v DOUBLE in the order the
 Spark side's micro-batches read them (one file: a source reader reads several files in no fixed order);

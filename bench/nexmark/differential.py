@@ -1,11 +1,7 @@
 #!/usr/bin/env python3
 """Nexmark differential: windowagg (batch and streaming) and Spark's built-ins against Apache Flink.
 
-    .venv/bin/python bench/nexmark/differential.py [--quick] [--events 50000] [--seed 1] [--rate 100]
-        [--queries q5_counts,q7,q11,cumulative] [--work DIR] [--jar PATH]
-        [--flink-python .venv-flink/bin/python] [--summary PATH] [the session's flags: --master, --conf, ...]
-
-(bench/run nexmark-differential runs it after bench/nexmark/setup-flink and logs the output.)
+bench/run nexmark-differential runs it after bench/nexmark/setup-flink and logs the output.
 
 1. Input.  generator.py's bids (``--events`` Nexmark events, ``--seed``, ``--rate`` events per second
    of event time, no disorder: date_time never decreases, so no row is late for any engine and batch,

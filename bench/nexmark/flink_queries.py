@@ -1,19 +1,11 @@
 #!/usr/bin/env python3
 """Nexmark-style windowed aggregations on Apache Flink (PyFlink Table API / SQL).
 
-Run with the Flink venv's python (see ./setup-flink):
-
-    .venv-flink/bin/python bench/nexmark/flink_queries.py --bids DIR_OR_FILE --query q5 --out out.csv \
-        [--parallelism 1] [--state-backend hashmap|rocksdb] [--watermark-delay-ms 1] \
-        [--timing-json t.json] [--sink fs|collect] [--empty-jobs 2 | --no-empty-job] [--explain] \
-        [--warmup-bids FILE --warmup-runs N]
-    .venv-flink/bin/python bench/nexmark/flink_queries.py --bids FILE --queries q5_counts,q7 --out-dir DIR \
-        [--parallelism 1] [--state-backend ...] [--watermark-delay-ms 1] [--timing-json t.json]
-
-The second form runs several queries as ONE job (a statement set: one mini-cluster, started once)
-and writes DIR/flink-<query>.csv for each: what the differential (differential.py) uses, where the
-outputs matter and the timings do not (its --timing-json has startup_s, the one job's wall_s and
-cpu_s, rows per query and total_process_s).
+Run with the Flink venv's python (see ./setup-flink); --help lists the flags. --query runs one query
+(the benchmark); --queries runs several as ONE job (a statement set: one mini-cluster, started once)
+and writes --out-dir/flink-<query>.csv for each: what differential.py uses, where the outputs matter
+and the timings do not (its --timing-json has startup_s, the one job's wall_s and cpu_s, rows per
+query and total_process_s).
 
 Input: CSV file(s) with one header line and the columns
     auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
