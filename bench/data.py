@@ -1,18 +1,7 @@
-"""The inputs and queries that more than one benchmark uses, so that no benchmark imports another.
-
-  sliding_batch_input   sliding_batch.py's rows (also aligned_batch.py's sliding regression)
-  sliding_window_seconds, WindowAgg, sliding_query   sliding_batch.py's window sizes and competitors (also
-                        aligned_batch.py's sliding regression)
-  sliding_stream_files  sliding_streaming.py's events as micro-batch files (also kafka_compare.py's sliding input)
-  session_events        sessions.py's events (also aligned_batch.py's sessions regression)
-  session_files         the same events as micro-batch files (sessions.py streaming, kafka_compare.py's session input)
-  session_query         sessions.py's competitors (also aligned_batch.py's sessions regression)
-  table_events          table_windows.py's events over a year (global and per-key windows)
-
-The same arguments and seed give the same rows. A benchmark used by only one script keeps its generator
-(aligned_batch.py's aligned_input, count_batch.py's make_input).
-
-Nothing here runs at import time; nothing here imports pyspark at import time.
+"""The inputs and queries that more than one benchmark uses, so that no benchmark imports another
+(bench/README.md's table of files names who uses which; table_events is table_windows.py's, global and
+per key). The same arguments and seed give the same rows. Nothing here runs at import time; nothing
+here imports pyspark at import time.
 """
 from __future__ import annotations
 

@@ -1,19 +1,10 @@
 """The protocol of a benchmark: what it declares (Benchmark) and what the harness does with it (Run).
-
-A benchmark declares its results' name, its flags, its run and its page:
+bench/README.md's table of files says what each holds; a benchmark declares
 
     BENCHMARK = protocol.Benchmark(
         "count_batch", "windowagg-bench-count", parse_args, run, render, DOC, IMG,
         results={"input": None, "lengths": {}, "floor": None}, summary=summary)
     main, rerender = BENCHMARK.main, BENCHMARK.rerender
-
-`run(b)` makes its inputs, runs its checks and measures its competitors (a batch cell: `b.cell(label,
-query, into, key, **tags)`; a streaming run or another engine's process: `b.timed_run(meter, run_once,
-**tags)`), writing what it finds into `b.res`
-(the results' header from harness.start, then its own `results` sections; a batch cell's runs go to
-res["runs"]) and calling `b.save()`; the harness parses the flags, re-renders the page for --report,
-starts the session, ends the run (harness.finish, also when it fails, on `b.spark`, which a run may
-replace), logs the summary and renders the page with --docs (`--docs DIR`: the page under DIR).
 """
 from __future__ import annotations
 

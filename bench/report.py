@@ -3,12 +3,8 @@
 
     .venv/bin/python bench/report.py bench/results/<benchmark>-<tag>.json [more.json ...] [--doc PATH] [--img PATH]
 
-re-renders the page of the benchmark that wrote the file (its "benchmark" field names the script, or
-the results of a row running it, in bench/run's table, bench/benchmarks.py; the script's rerender()
-computes the page's values, and its --report does the same). A page's prose is its notes file, bench/<benchmark>_notes.md,
-written by hand with {{name}} where results go; render_page fills it. The pieces every page shares
-live here (bench/README.md lists them): the page's shared lines and tables, the number and ratio
-formats with their verdicts, and the plots.
+re-renders the page of the benchmark that wrote the file, as its --report does; bench/README.md's
+table of files lists the pieces every page shares, which live here.
 """
 from __future__ import annotations
 
