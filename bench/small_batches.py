@@ -109,10 +109,11 @@ def run(b: protocol.Run) -> None:
         log(f"{keys:,} open keys: files written ({time.perf_counter() - t0:.1f}s)")
         for kind in a.kinds:
             if keys == a.open_keys[0]:
-                for _ in range(a.warmups):
+                for warmup in range(a.warmups):
                     for c in COMPETITORS:
                         df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
-                        r, _ = harness.run_stream_with_progress(spark, df, f"warmup_{c}_{kind}", work / "checkpoint",
+                        r, _ = harness.run_stream_with_progress(spark, df, f"warmup_{c}_{kind}",
+                                                                work / f"checkpoint-warmup-{c}-{kind}-{warmup + 1}",
                                                                 a.small_batches + 1, a.timeout, meter)
                         log(f"{keys:>9,} {kind:8s} {c:9s} warm-up: {r['status']}")
             for rnd in range(a.rounds):
@@ -121,8 +122,8 @@ def run(b: protocol.Run) -> None:
                     def run_once():
                         la0 = loadavg()
                         df = query(c, kind, harness.file_stream(spark, source, "0 seconds"))
-                        # a checkpoint of its own: with changelog checkpointing, Spark's maintenance may still
-                        # upload the previous query's snapshot into its checkpoint after it stopped
+                        # each run a checkpoint of its own: with changelog checkpointing, Spark's maintenance may
+                        # still upload a stopped query's snapshot into its checkpoint
                         r, progress = harness.run_stream_with_progress(
                             spark, df, f"{c}_{kind}_{keys}", work / f"checkpoint-{c}-{kind}-{keys}-{rnd + 1}",
                             a.small_batches + 1, a.timeout, meter)
