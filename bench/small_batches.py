@@ -82,8 +82,9 @@ def query(competitor: str, kind: str, df):
 
 def small_batch_figures(progress: list, rows: int) -> dict:
     """Per small micro-batch (those of `rows` rows): its time, query planning, timers and the state
-    store's commits (summed over the state partitions' tasks) in ms, the state's rows, and the bytes of
-    its RocksDB files (their sum over the partitions)."""
+    store's commits (summed over the state partitions' tasks) in ms, of the commits the time spent
+    copying RocksDB's new files into the checkpoint and the bytes copied, the state's rows, and the
+    bytes of its RocksDB files (their sum over the partitions)."""
     small = [p for p in progress if p["numInputRows"] == rows]
 
     def of_operators(p, field, custom=False):
@@ -93,6 +94,8 @@ def small_batch_figures(progress: list, rows: int) -> dict:
             "timers_ms": [of_operators(p, "timerProcessingTimeMs", custom=True) for p in small],
             "state_rows": [of_operators(p, "numRowsTotal") for p in small],
             "commit_ms": [of_operators(p, "commitTimeMs") for p in small],
+            "commit_sync_ms": [of_operators(p, "rocksdbCommitFileSyncLatencyMs", custom=True) for p in small],
+            "copied_bytes": [of_operators(p, "rocksdbBytesCopied", custom=True) for p in small],
             "state_file_bytes": [of_operators(p, "rocksdbSstFileSize", custom=True) for p in small]}
 
 
@@ -204,20 +207,25 @@ def tables(res: dict) -> list[str]:
 
 def commit_table(res: dict) -> list[str]:
     """Where the runs recorded them: per kind, open keys and competitor, the medians over the runs of a small
-    micro-batch's state store commits (summed over the state partitions' tasks), its state's files and rows."""
+    micro-batch's state store commits (summed over the state partitions' tasks), of them the copying of new
+    files into the checkpoint and the bytes copied (where recorded), its state's files and rows."""
+    recorded = [r for r in res["runs"] if r["status"] == "ok" and "commit_ms" in r]
+    copies = bool(recorded) and all("commit_sync_ms" in r for r in recorded)
     rows = []
     for kind in KINDS:
-        for keys in sorted({r["open_keys"] for r in res["runs"] if r["kind"] == kind and "commit_ms" in r}):
+        for keys in sorted({r["open_keys"] for r in recorded if r["kind"] == kind}):
             for c in COMPETITORS:
-                runs = [r for r in res["runs"] if (r["kind"], r["open_keys"], r["competitor"]) == (kind, keys, c)
-                        and r["status"] == "ok" and "commit_ms" in r]
+                runs = [r for r in recorded if (r["kind"], r["open_keys"], r["competitor"]) == (kind, keys, c)]
                 if runs:
+                    def median_of(field, scale=1.0, form=".0f"):
+                        return f"{harness.median([harness.median(r[field]) for r in runs]) / scale:{form}}"
                     rows.append([kind, f"{keys:,}", c, f"{harness.median([r['median_ms'] for r in runs]):.0f}",
-                                 f"{harness.median([r['median_commit_ms'] for r in runs]):.0f}",
-                                 f"{harness.median([harness.median(r['state_file_bytes']) for r in runs]) / 1e6:.2f}",
-                                 f"{harness.median([harness.median(r['state_rows']) for r in runs]):,.0f}"])
-    return report.table(["kind", "open keys", "competitor", "small micro-batch (ms)", "commits (ms, summed)",
-                         "state files (MB)", "state rows"], "lllrrrr", rows) if rows else []
+                                 f"{harness.median([r['median_commit_ms'] for r in runs]):.0f}"]
+                                + ([median_of("commit_sync_ms"), median_of("copied_bytes", 1e6, ".2f")] if copies else [])
+                                + [median_of("state_file_bytes", 1e6, ".2f"), median_of("state_rows", form=",.0f")])
+    heads = (["kind", "open keys", "competitor", "small micro-batch (ms)", "commits (ms, summed)"]
+             + (["copying files (ms)", "copied (MB)"] if copies else []) + ["state files (MB)", "state rows"])
+    return report.table(heads, "lll" + "r" * (len(heads) - 3), rows) if rows else []
 
 
 def render(res: dict, json_path: Path, doc: Path | None, img: Path | None) -> None:
