@@ -82,7 +82,7 @@ def query(competitor: str, kind: str, df):
 
 def small_batch_figures(progress: list, rows: int) -> dict:
     """Per small micro-batch (those of `rows` rows): its time, query planning, timers and the state
-    store's commits (summed over the state partitions' tasks) in ms, of the commits the time spent
+    store's commits (summed over the state partitions' tasks) in ms, of the commits, the time spent
     copying RocksDB's new files into the checkpoint and the bytes copied, the state's rows, and the
     bytes of its RocksDB files (their sum over the partitions)."""
     small = [p for p in progress if p["numInputRows"] == rows]
@@ -211,18 +211,21 @@ def commit_table(res: dict) -> list[str]:
     files into the checkpoint and the bytes copied (where recorded), its state's files and rows."""
     recorded = [r for r in res["runs"] if r["status"] == "ok" and "commit_ms" in r]
     copies = bool(recorded) and all("commit_sync_ms" in r for r in recorded)
+
+    def median_of(runs, field, scale=1.0, form=".0f"):
+        return f"{harness.median([harness.median(r[field]) for r in runs]) / scale:{form}}"
     rows = []
     for kind in KINDS:
         for keys in sorted({r["open_keys"] for r in recorded if r["kind"] == kind}):
             for c in COMPETITORS:
                 runs = [r for r in recorded if (r["kind"], r["open_keys"], r["competitor"]) == (kind, keys, c)]
                 if runs:
-                    def median_of(field, scale=1.0, form=".0f"):
-                        return f"{harness.median([harness.median(r[field]) for r in runs]) / scale:{form}}"
                     rows.append([kind, f"{keys:,}", c, f"{harness.median([r['median_ms'] for r in runs]):.0f}",
                                  f"{harness.median([r['median_commit_ms'] for r in runs]):.0f}"]
-                                + ([median_of("commit_sync_ms"), median_of("copied_bytes", 1e6, ".2f")] if copies else [])
-                                + [median_of("state_file_bytes", 1e6, ".2f"), median_of("state_rows", form=",.0f")])
+                                + ([median_of(runs, "commit_sync_ms"), median_of(runs, "copied_bytes", 1e6, ".2f")]
+                                   if copies else [])
+                                + [median_of(runs, "state_file_bytes", 1e6, ".2f"),
+                                   median_of(runs, "state_rows", form=",.0f")])
     heads = (["kind", "open keys", "competitor", "small micro-batch (ms)", "commits (ms, summed)"]
              + (["copying files (ms)", "copied (MB)"] if copies else []) + ["state files (MB)", "state rows"])
     return report.table(heads, "lll" + "r" * (len(heads) - 3), rows) if rows else []
