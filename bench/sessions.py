@@ -249,7 +249,8 @@ def plot(res, img: Path) -> None:
 def tables(res) -> list[str]:
     """The Markdown tables of docs/benchmarks-sessions.md (written by hand around them)."""
     head, align = ["", "windowagg", "Spark session_window", "windowagg ÷ Spark"], "lrrr"
-    mark = lambda c: " †" if c.get("contended_runs") else ""  # noqa: E731  (a cell with a contended run)
+    def mark(cell):  # a cell with a contended run
+        return " †" if cell.get("contended_runs") else ""
     L = []
     b, s = res.get("batch") or {}, res.get("streaming") or {}
     if b.get("cells"):

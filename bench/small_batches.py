@@ -220,8 +220,7 @@ def commit_table(res: dict) -> list[str]:
             for c in COMPETITORS:
                 runs = [r for r in recorded if (r["kind"], r["open_keys"], r["competitor"]) == (kind, keys, c)]
                 if runs:
-                    rows.append([kind, f"{keys:,}", c, f"{harness.median([r['median_ms'] for r in runs]):.0f}",
-                                 f"{harness.median([r['median_commit_ms'] for r in runs]):.0f}"]
+                    rows.append([kind, f"{keys:,}", c, median_of(runs, "trigger_ms"), median_of(runs, "commit_ms")]
                                 + ([median_of(runs, "commit_sync_ms"), median_of(runs, "copied_bytes", 1e6, ".2f")]
                                    if copies else [])
                                 + [median_of(runs, "state_file_bytes", 1e6, ".2f"),
